@@ -1,0 +1,47 @@
+"""The analytical cost model of distributed training: pure, vectorised functions of frozen inputs.
+
+Knows nothing of Optuna, files or the command line; needs numpy and the standard library only.
+"""
+
+from .breakdown import CostReport, MemoryUse, Price, StepTime
+from .efficiency import DEFAULT_EFFICIENCY, Efficiency
+from .errors import CostModelError
+from .evaluate import evaluate
+from .flops import matmul_parameters, model_flops_per_token, parameter_count
+from .inputs import (
+    OFFLOAD,
+    PRECISIONS,
+    RECOMPUTE,
+    ClusterSpec,
+    GPUSpec,
+    ModelSpec,
+    Plan,
+    TrainingSpec,
+)
+from .validity import plan_violations
+
+COST_MODEL_VERSION = "1"
+
+__all__ = [
+    "COST_MODEL_VERSION",
+    "DEFAULT_EFFICIENCY",
+    "OFFLOAD",
+    "PRECISIONS",
+    "RECOMPUTE",
+    "ClusterSpec",
+    "CostModelError",
+    "CostReport",
+    "Efficiency",
+    "GPUSpec",
+    "MemoryUse",
+    "ModelSpec",
+    "Plan",
+    "Price",
+    "StepTime",
+    "TrainingSpec",
+    "evaluate",
+    "matmul_parameters",
+    "model_flops_per_token",
+    "parameter_count",
+    "plan_violations",
+]

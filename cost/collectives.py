@@ -1,0 +1,84 @@
+"""Collective communication: latency-bandwidth (alpha-beta) costs and the link a group crosses.
+
+Costs follow Thakur, Rabenseifner and Gropp, "Optimization of Collective Communication
+Operations in MPICH" (IJHPCA 2005) and NCCL's ring and double-binary-tree algorithms:
+`nbytes` is the size of the whole buffer on each rank, `n` the ranks, `bw` bytes/s of the
+slowest link each rank drives, `lat` seconds per message step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .inputs import Array, ClusterSpec
+
+__all__ = [
+    "Link",
+    "all_gather_s",
+    "allreduce_s",
+    "group_link",
+    "p2p_s",
+    "reduce_scatter_s",
+    "ring_allreduce_s",
+    "tree_allreduce_s",
+]
+
+
+def ring_allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    """Ring all-reduce: 2(n-1)/n of the buffer per link, 2(n-1) latency steps; 0 when n = 1."""
+    steps = 2.0 * (n - 1.0)
+    return np.where(n > 1, steps / n * nbytes / bw + steps * lat, 0.0)
+
+
+def tree_allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    """Double binary tree all-reduce (NCCL): the buffer up and down, 2·log2(n) latency steps."""
+    return np.where(n > 1, 2.0 * nbytes / bw + 2.0 * np.log2(np.maximum(n, 1.0)) * lat, 0.0)
+
+
+def allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    """The faster of ring and tree, as NCCL's tuner picks per message size."""
+    return np.minimum(ring_allreduce_s(nbytes, n, bw, lat), tree_allreduce_s(nbytes, n, bw, lat))
+
+
+def reduce_scatter_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    """Ring reduce-scatter of a buffer of `nbytes`: (n-1)/n of it per link, n-1 steps."""
+    return np.where(n > 1, (n - 1.0) / n * nbytes / bw + (n - 1.0) * lat, 0.0)
+
+
+def all_gather_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+    """Ring all-gather into a buffer of `nbytes`: the same cost as reduce-scatter."""
+    return reduce_scatter_s(nbytes, n, bw, lat)
+
+
+def p2p_s(nbytes: Array, bw: Array, lat: Array) -> Array:
+    """One point-to-point send."""
+    return nbytes / bw + lat
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """Effective per-rank bandwidth (bytes/s) and latency (s) of a communication group."""
+
+    bandwidth_bytes_per_s: Array
+    latency_s: Array
+
+
+def group_link(cluster: ClusterSpec, *, stride: Array, size: Array, fraction: float) -> Link:
+    """The link a group of `size` ranks spaced `stride` apart (Megatron rank order) crosses.
+
+    Inside one scale-up domain (NVLink) the group runs at scale-up speed. Across domains each
+    rank drives its own NIC; the k members of a group sharing a node share the node's k NICs,
+    so a ring's inter-node hop carries k·scale_out (NCCL uses one channel per NIC), never more
+    than the scale-up link feeding it. `fraction` is the achievable share of the link rate."""
+    domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
+    per_node = np.asarray(cluster.gpus_per_node, dtype=np.float64)
+    up_bw = np.asarray(cluster.scale_up_bandwidth_bytes_per_s, dtype=np.float64)
+    out_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64)
+    inside = stride * size <= domain
+    members_per_node = np.clip(per_node / stride, 1.0, size)
+    crossing_bw = np.minimum(up_bw, members_per_node * out_bw)
+    bw = np.where(inside, up_bw, crossing_bw) * fraction
+    lat = np.where(inside, cluster.scale_up_latency_s, cluster.scale_out_latency_s)
+    return Link(bandwidth_bytes_per_s=bw, latency_s=lat)

@@ -1,0 +1,58 @@
+"""Efficiency parameters: how close real kernels and collectives come to datasheet peaks.
+
+These are the model's only free parameters. Defaults were fitted by least squares to the
+published Megatron-LM runs in shared/validation (see benchmarks/accuracy.py); `tuner calibrate`
+fits them to a user's own measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+__all__ = ["DEFAULT_EFFICIENCY", "Efficiency"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Efficiency:
+    """Fractions of peak and overheads; each field documents its role and unit."""
+
+    gemm_fraction: float = 0.72
+    """Fraction of dense peak FLOP/s a large GEMM sustains (cuBLAS on big square shapes)."""
+    gemm_half_dim: float = 128.0
+    """A GEMM dimension d runs at d / (d + gemm_half_dim) of the large-GEMM rate (tiles, waves)."""
+    attention_fraction: float = 0.55
+    """Fraction of dense peak the attention core (QK^T, softmax-weighted V) sustains."""
+    elementwise_passes_hidden: float = 20.0
+    """Activation-sized (tokens x hidden) HBM passes per layer forward: norms, dropout, residual."""
+    elementwise_passes_ffn: float = 4.0
+    """Tokens x ffn_hidden HBM passes per layer forward: bias and activation function."""
+    softmax_passes: float = 4.0
+    """Score-matrix HBM passes per layer forward of unfused attention (0 with flash attention)."""
+    hbm_fraction: float = 0.85
+    """Fraction of datasheet HBM bandwidth that memory-bound kernels reach."""
+    network_fraction: float = 0.80
+    """Fraction of link bandwidth that NCCL collectives reach (bus bandwidth / link rate)."""
+    dp_overlap: float = 0.0
+    """Fraction of the last micro-batch's backward pass that hides data-parallel traffic."""
+    tp_overlap: float = 0.0
+    """Fraction of tensor-parallel traffic hidden behind GEMMs (comm/compute overlap)."""
+    optimizer_bytes_per_param: float = 40.0
+    """HBM bytes read and written per local parameter by a fused Adam step (fp32 state)."""
+    reserved_bytes: float = 2.5 * 2**30
+    """HBM that training cannot use: CUDA context, NCCL buffers, allocator slack (bytes)."""
+    usable_fraction: float = 0.95
+    """Fraction of the rest that the allocator can fill before fragmentation stops it."""
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: float(v) for k, v in asdict(self).items()}
+
+    def with_(self, **changes: Any) -> Efficiency:
+        return replace(self, **changes)
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+
+DEFAULT_EFFICIENCY = Efficiency()

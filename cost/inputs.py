@@ -1,0 +1,169 @@
+"""Frozen inputs of the cost model: the model, the GPU, the cluster, the training run, the plan.
+
+Every numeric field is SI (bytes, bytes/s, FLOP/s, seconds, USD) and may be a numpy array:
+the cost functions are written with numpy operations only, so one call evaluates a whole array
+of plans (or of clusters) by broadcasting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "OFFLOAD",
+    "PRECISIONS",
+    "RECOMPUTE",
+    "ClusterSpec",
+    "GPUSpec",
+    "ModelSpec",
+    "Plan",
+    "TrainingSpec",
+]
+
+PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
+RECOMPUTE = ("none", "selective", "full")  # codes 0, 1, 2 in Plan.recompute
+OFFLOAD = ("none", "optimizer", "optimizer+weights")  # codes 0, 1, 2 in Plan.offload
+
+Array = NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A decoder-only transformer (GPT/Llama style), per shared/SPEC.md `model`."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq_len: int
+    kv_heads: int = 0  # 0: same as heads
+    ffn_hidden: int = 0  # 0: 4 * hidden
+    gated_mlp: bool = False
+    tied_embeddings: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kv_heads == 0:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if self.ffn_hidden == 0:
+            object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of the K (or V) projection: kv_heads * head_dim."""
+        return self.kv_heads * self.head_dim
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GPUSpec:
+    """One accelerator: dense peak rates per precision, HBM, and its usual node."""
+
+    name: str
+    peak_flops_per_s: dict[str, float]  # precision -> dense FLOP/s
+    hbm_capacity_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    gpus_per_node: int = 8
+    scale_up_domain_gpus: int = 8
+    scale_up_bandwidth_bytes_per_s: float = 300e9
+    scale_out_bandwidth_bytes_per_s: float = 25e9
+    scale_up_latency_s: float = 3e-6
+    scale_out_latency_s: float = 6e-6
+    price_usd_per_hour: float = 0.0
+    spot_price_usd_per_hour: float | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def peak_for(self, precision: str) -> float:
+        """Dense FLOP/s for `precision`; 0.0 when the GPU lacks that format."""
+        return float(self.peak_flops_per_s.get(precision, 0.0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSpec:
+    """A cluster of identical GPUs; network and expansion fields may be arrays."""
+
+    gpu: GPUSpec
+    nodes: ArrayLike = 1
+    gpus_per_node: ArrayLike = 8
+    scale_up_domain_gpus: ArrayLike = 8
+    scale_up_bandwidth_bytes_per_s: ArrayLike = 300e9
+    scale_out_bandwidth_bytes_per_s: ArrayLike = 25e9
+    scale_up_latency_s: ArrayLike = 3e-6
+    scale_out_latency_s: ArrayLike = 6e-6
+    expansion_capacity_bytes: ArrayLike = 0.0
+    expansion_bandwidth_bytes_per_s: ArrayLike = 0.0
+    price_usd_per_gpu_hour: ArrayLike = 0.0
+    revocations_per_node_hour: ArrayLike = 0.0
+    pricing: str = "on_demand"
+
+    @classmethod
+    def of(cls, gpu: GPUSpec, **overrides: Any) -> ClusterSpec:
+        """A cluster of `gpu` with the GPU's usual node, overridden by `overrides`."""
+        base: dict[str, Any] = {
+            "gpus_per_node": gpu.gpus_per_node,
+            "scale_up_domain_gpus": gpu.scale_up_domain_gpus,
+            "scale_up_bandwidth_bytes_per_s": gpu.scale_up_bandwidth_bytes_per_s,
+            "scale_out_bandwidth_bytes_per_s": gpu.scale_out_bandwidth_bytes_per_s,
+            "scale_up_latency_s": gpu.scale_up_latency_s,
+            "scale_out_latency_s": gpu.scale_out_latency_s,
+            "price_usd_per_gpu_hour": gpu.price_usd_per_hour,
+        }
+        base.update(overrides)
+        return cls(gpu=gpu, **base)
+
+    @property
+    def gpus(self) -> Any:
+        return np.asarray(self.nodes) * np.asarray(self.gpus_per_node)
+
+    def with_(self, **changes: Any) -> ClusterSpec:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingSpec:
+    """What is trained: batch (sequences per optimizer step), tokens, number format."""
+
+    global_batch: int
+    precision: str = "bf16"
+    tokens: float = 0.0
+    optimizer: str = "adam"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """A parallel strategy; every field may be an array (all broadcast together).
+
+    `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute` and `offload` are codes into
+    RECOMPUTE and OFFLOAD; `sync` -1 means "the fastest collective for the message".
+    """
+
+    tp: ArrayLike = 1
+    pp: ArrayLike = 1
+    dp: ArrayLike = 0
+    cp: ArrayLike = 1
+    virtual_stages: ArrayLike = 1
+    micro_batch: ArrayLike = 1
+    recompute: ArrayLike = 0
+    sequence_parallel: ArrayLike = False
+    zero: ArrayLike = 0
+    offload: ArrayLike = 0
+
+    def arrays(self, gpus: ArrayLike) -> dict[str, Array]:
+        """All fields as float arrays broadcast to one shape, with dp resolved."""
+        names = (
+            "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch",
+            "recompute", "sequence_parallel", "zero", "offload",
+        )
+        values = [np.asarray(getattr(self, n), dtype=np.float64) for n in names]
+        values.append(np.asarray(gpus, dtype=np.float64))
+        out = dict(zip((*names, "gpus"), np.broadcast_arrays(*values), strict=True))
+        model_parallel = out["tp"] * out["pp"] * out["cp"]
+        out["dp"] = np.where(out["dp"] > 0, out["dp"], out["gpus"] / model_parallel)
+        return out

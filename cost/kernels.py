@@ -1,0 +1,34 @@
+"""Time of one kernel on one GPU: GEMMs on a shape-aware roofline, memory-bound passes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .efficiency import Efficiency
+from .inputs import Array
+
+__all__ = ["gemm_s", "gemm_shape_factor", "memory_bound_s"]
+
+
+def gemm_shape_factor(m: Array, k: Array, n: Array, half_dim: float) -> Array:
+    """Throughput of an (m x k) @ (k x n) GEMM relative to a large one: prod d / (d + d_half).
+
+    A saturating form for tile and wave quantisation: small per-GPU shards after tensor
+    parallelism run less efficiently (Narayanan et al. SC'21, fig. 13 and sec. 3.3)."""
+    return (m / (m + half_dim)) * (k / (k + half_dim)) * (n / (n + half_dim))
+
+
+def gemm_s(
+    m: Array, k: Array, n: Array, *, peak_flops_per_s: float, hbm_bytes_per_s: float,
+    element_bytes: float, eff: Efficiency,
+) -> Array:
+    """Roofline time of a GEMM: max(2mkn / (peak·fraction·shape), bytes moved / HBM rate)."""
+    rate = peak_flops_per_s * eff.gemm_fraction * gemm_shape_factor(m, k, n, eff.gemm_half_dim)
+    compute_s = 2.0 * m * k * n / np.maximum(rate, 1e-30)
+    memory_s = element_bytes * (m * k + k * n + m * n) / (hbm_bytes_per_s * eff.hbm_fraction)
+    return np.maximum(compute_s, memory_s)
+
+
+def memory_bound_s(nbytes: Array, *, hbm_bytes_per_s: float, eff: Efficiency) -> Array:
+    """Time of element-wise work that streams `nbytes` through HBM."""
+    return nbytes / (hbm_bytes_per_s * eff.hbm_fraction)

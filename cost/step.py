@@ -1,0 +1,189 @@
+"""Time of one optimizer step: per-layer kernels, exposed communication, pipeline schedule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .breakdown import StepTime
+from .collectives import all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
+from .efficiency import Efficiency
+from .flops import attention_core_flops, layer_gemms
+from .inputs import Array, ClusterSpec, ModelSpec, TrainingSpec
+from .kernels import gemm_s, memory_bound_s
+from .memory import stage_parameters
+from .resolved import Resolved, element_bytes
+
+__all__ = ["LayerTimes", "layer_times", "pipeline_bubble_s", "step_time"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerTimes:
+    """Seconds for one layer and one micro-batch on one GPU, by part."""
+
+    forward: Array  # GEMMs, attention core, element-wise work
+    attention_forward: Array  # attention core and unfused softmax alone
+    recompute: Array  # forward work redone in the backward pass
+    tp_comm: Array  # exposed tensor-parallel collectives, forward + backward + recompute
+    cp_comm: Array  # exposed context-parallel key/value exchange
+
+    @property
+    def backward(self) -> Array:
+        """Backward = 2 x forward: a data-gradient and a weight-gradient GEMM per forward GEMM."""
+        return 2.0 * self.forward
+
+
+def layer_times(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency
+) -> LayerTimes:
+    gpu = cluster.gpu
+    peak = gpu.peak_for(training.precision)
+    # fp8 recipes keep attention in 16 bits (Transformer Engine); GEMMs use the fp8 rate
+    attention_peak = gpu.peak_for("bf16") if training.precision == "fp8" else peak
+    hbm = gpu.hbm_bandwidth_bytes_per_s
+    act = element_bytes(training.precision)["activation"]
+    tokens = r.tokens_per_micro_batch
+
+    gemms = sum(
+        gemm_s(tokens, g.k / r.tp if g.tp_sharded_k else g.k, g.n if g.tp_sharded_k else g.n / r.tp,
+               peak_flops_per_s=peak, hbm_bytes_per_s=hbm, element_bytes=act, eff=eff)
+        for g in layer_gemms(model)
+    )
+    core = attention_core_flops(model, tokens, model.seq_len) / r.tp
+    score_bytes = act * r.mb * model.heads / r.tp * (model.seq_len / r.cp) * model.seq_len
+    attention = core / (attention_peak * eff.attention_fraction) + memory_bound_s(
+        eff.softmax_passes * score_bytes, hbm_bytes_per_s=hbm, eff=eff)
+    elementwise = memory_bound_s(
+        act * tokens * (eff.elementwise_passes_hidden * model.hidden / r.shard
+                        + eff.elementwise_passes_ffn * model.ffn_hidden / r.tp),
+        hbm_bytes_per_s=hbm, eff=eff)
+    forward = gemms + attention + elementwise
+    recompute = np.where(r.recompute >= 2, forward, np.where(r.recompute >= 1, attention, 0.0))
+
+    tp_link = group_link(cluster, stride=1.0, size=r.tp, fraction=eff.network_fraction)
+    boundary_bytes = act * tokens * model.hidden
+    one_tp = np.where(
+        r.sp > 0,
+        2.0 * reduce_scatter_s(boundary_bytes, r.tp, tp_link.bandwidth_bytes_per_s,
+                               tp_link.latency_s),
+        allreduce_s(boundary_bytes, r.tp, tp_link.bandwidth_bytes_per_s, tp_link.latency_s))
+    passes = 4.0 + np.where(r.recompute >= 2, 2.0, 0.0)  # 2 fwd + 2 bwd (+ 2 fwd again)
+    tp_comm = (1.0 - eff.tp_overlap) * passes * one_tp
+
+    cp_link = group_link(cluster, stride=r.tp, size=r.cp, fraction=eff.network_fraction)
+    kv_bytes = 2.0 * act * r.mb * model.seq_len * model.kv_hidden / r.tp
+    gather = all_gather_s(kv_bytes, r.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
+    cp_passes = 3.0 + np.where(r.recompute >= 1, 1.0, 0.0)  # fwd, bwd gather + grad scatter
+    cp_comm = cp_passes * np.maximum(gather - attention, 0.0)
+    return LayerTimes(forward=forward, attention_forward=attention, recompute=recompute,
+                      tp_comm=tp_comm, cp_comm=cp_comm)
+
+
+def pipeline_bubble_s(stages: Array, virtual_stages: Array, micro_batch_s: Array) -> Array:
+    """Idle time per step of one stage under (interleaved) 1F1B:
+    (p - 1) / v x t_mb (Narayanan et al., SC'21, sec. 2.2)."""
+    return (stages - 1.0) / virtual_stages * micro_batch_s
+
+
+def step_time(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency
+) -> StepTime:
+    """One optimizer step on the slowest stage (the last: its layers plus the logits)."""
+    layer = layer_times(model, cluster, training, r, eff)
+    logits = _logits_s(model, cluster, training, r, eff)
+    m, layers = r.micro_batches, r.layers_per_stage
+    per_micro_batch = layers * (
+        layer.forward + layer.backward + layer.recompute + layer.tp_comm + layer.cp_comm)
+    compute_mb = layers * (layer.forward + layer.backward) + logits
+    bubble = pipeline_bubble_s(r.pp, r.vs, per_micro_batch + logits / r.pp)
+    dp_comm = _dp_comm_s(model, cluster, training, r, eff,
+                         forward_s=layers * layer.forward, backward_s=layers * layer.backward)
+    optimizer, offload = _optimizer_and_offload_s(model, cluster, training, r, eff,
+                                                  micro_batch_s=compute_mb)
+    return StepTime(
+        compute=m * compute_mb, recompute=m * layers * layer.recompute,
+        tp_comm=m * layers * layer.tp_comm, cp_comm=m * layers * layer.cp_comm,
+        pp_comm=_pp_comm_s(model, cluster, training, r, eff), pp_bubble=bubble,
+        dp_comm=dp_comm, optimizer=optimizer, offload=offload,
+    )
+
+
+def _logits_s(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency
+) -> Array:
+    """Logits GEMM (vocabulary-parallel) forward and backward, and the fp32 cross-entropy."""
+    gpu = cluster.gpu
+    act = element_bytes(training.precision)["activation"]
+    tokens = r.tokens_per_micro_batch
+    gemm = gemm_s(tokens, float(model.hidden), model.vocab / r.tp,
+                  peak_flops_per_s=gpu.peak_for(training.precision),
+                  hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act, eff=eff)
+    loss = memory_bound_s(16.0 * tokens * model.vocab / r.tp,
+                          hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
+    return 3.0 * gemm + loss
+
+
+def _pp_comm_s(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency
+) -> Array:
+    """Activation and gradient sends between stages: 2 per micro-batch and chunk plus the
+    fill, each T·h/tp elements (scatter-gather, Narayanan et al. SC'21, sec. 4.1)."""
+    act = element_bytes(training.precision)["activation"]
+    link = group_link(cluster, stride=r.tp * r.cp * r.dp, size=r.pp,
+                      fraction=eff.network_fraction)
+    send = p2p_s(act * r.tokens_per_micro_batch * model.hidden / r.tp,
+                 link.bandwidth_bytes_per_s, link.latency_s)
+    sends = 2.0 * (r.micro_batches * r.vs + r.pp - 1.0)
+    return np.where(r.pp > 1, sends * send, 0.0)
+
+
+def _dp_comm_s(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency,
+    *, forward_s: Array, backward_s: Array,
+) -> Array:
+    """Exposed gradient reduction over the dp·cp replicas of each weight.
+
+    ZeRO 0: one all-reduce per step; 1: reduce-scatter of gradients and all-gather of weights
+    per step (Megatron's distributed optimizer); 2: the reduce-scatter every micro-batch;
+    3: also two weight all-gathers every micro-batch (Rajbhandari et al. SC'20, sec. 7).
+    Bucketed reductions hide behind `dp_overlap` of the backward pass they follow (per step:
+    the last micro-batch's), weight gathers behind that share of the forward pass they precede."""
+    sizes = element_bytes(training.precision)
+    params = stage_parameters(model, r)
+    link = group_link(cluster, stride=r.tp, size=r.dp * r.cp, fraction=eff.network_fraction)
+    n, bw, lat = r.dp * r.cp, link.bandwidth_bytes_per_s, link.latency_s
+    scatter = reduce_scatter_s(params * sizes["gradient"], n, bw, lat)
+    gather = all_gather_s(params * sizes["weight"], n, bw, lat)
+    allreduce = allreduce_s(params * sizes["gradient"], n, bw, lat)
+
+    def hidden(comm: Array, window: Array) -> Array:
+        return np.maximum(comm - eff.dp_overlap * window, 0.0)
+
+    per_step = np.where(r.zero >= 1, hidden(scatter, backward_s) + hidden(gather, forward_s),
+                        hidden(allreduce, backward_s))
+    per_step = np.where(r.zero >= 2, hidden(gather, forward_s), per_step)
+    per_mb = np.where(r.zero >= 3, hidden(2.0 * gather, forward_s + backward_s), 0.0)
+    per_mb = per_mb + np.where(r.zero >= 2, hidden(scatter, backward_s), 0.0)
+    return per_step + r.micro_batches * per_mb
+
+
+def _optimizer_and_offload_s(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency,
+    *, micro_batch_s: Array,
+) -> tuple[Array, Array]:
+    """Adam on the local shard, memory-bound in HBM; offloaded, its state streams over the
+    expansion link (read and write, with gradients in and weights out: ZeRO-Offload); offloaded
+    weights stream in twice per micro-batch, prefetched behind its compute (ZeRO-Infinity)."""
+    sizes = element_bytes(training.precision)
+    params = stage_parameters(model, r)
+    local = params / np.where(r.zero >= 1, r.dp * r.cp, 1.0)
+    in_hbm = memory_bound_s(local * eff.optimizer_bytes_per_param,
+                            hbm_bytes_per_s=cluster.gpu.hbm_bandwidth_bytes_per_s, eff=eff)
+    link_bw = np.maximum(np.asarray(cluster.expansion_bandwidth_bytes_per_s, dtype=float), 1.0)
+    state_bytes = local * (2.0 * sizes["optimizer"] + sizes["gradient"] + sizes["weight"])
+    weight_bytes = params * sizes["weight"] / np.where(r.zero >= 3, r.dp * r.cp, 1.0)
+    stream = np.maximum(2.0 * weight_bytes / link_bw - micro_batch_s, 0.0) * r.micro_batches
+    optimizer = np.where(r.offload >= 1, 0.0, in_hbm)
+    offload = np.where(r.offload >= 1, state_bytes / link_bw, 0.0)
+    return optimizer, offload + np.where(r.offload >= 2, stream, 0.0)

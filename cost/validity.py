@@ -1,0 +1,91 @@
+"""Structural validity of a plan: what Megatron-style parallelism can run at all.
+
+One place for these rules, used by the search space to derive valid choices, by the model to
+refuse, and by the tuner to prune (shared/STYLE.md, sec. 7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec
+from .resolved import Resolved, resolve
+
+__all__ = ["plan_violations", "valid_mask", "violation_masks"]
+
+
+def _divides(d: Array, n: Array | float) -> Array:
+    return np.isclose(np.mod(n, np.maximum(d, 1.0)), 0.0)
+
+
+def _integral(x: Array) -> Array:
+    return np.isclose(x, np.round(x))
+
+
+def violation_masks(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved
+) -> dict[str, Array]:
+    """Rule name -> True where a plan breaks it."""
+    degrees = (r.tp, r.pp, r.dp, r.cp, r.vs, r.mb)
+    return {
+        "degrees": ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in degrees]),
+        "tp_heads": ~(_divides(r.tp, model.heads) & _divides(r.tp, model.kv_heads)),
+        "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
+        "layers": ~_divides(r.pp * r.vs, model.layers),
+        "batch": ~_divides(r.dp * r.mb, training.global_batch),
+        "cp_seq": ~_divides(r.cp, model.seq_len),
+        "interleave": (r.vs > 1) & ((r.pp < 2) | ~_divides(r.pp, r.micro_batches)),
+        "choices": ~(np.isin(r.recompute, (0, 1, 2)) & np.isin(r.zero, (0, 1, 2, 3))
+                     & np.isin(r.offload, (0, 1, 2))),
+        "precision": np.full(r.tp.shape, cluster.gpu.peak_for(training.precision) <= 0),
+    }
+
+
+def valid_mask(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved
+) -> Array:
+    """True where a plan breaks no structural rule."""
+    masks = violation_masks(model, cluster, training, r)
+    return ~np.logical_or.reduce(list(masks.values()))
+
+
+def plan_violations(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
+) -> list[str]:
+    """What is structurally wrong with one plan, each message with the value, rule and fix."""
+    r = resolve(model, cluster, training, plan)
+    masks = violation_masks(model, cluster, training, r)
+    v = {name: float(np.ravel(getattr(r, name))[0]) for name in
+         ("tp", "pp", "dp", "cp", "vs", "mb", "gpus", "micro_batches")}
+    gpu, precision = cluster.gpu, training.precision
+    text = {
+        "degrees": "tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
+                   f"(got tp={v['tp']:g} pp={v['pp']:g} dp={v['dp']:g} cp={v['cp']:g} "
+                   f"virtual_stages={v['vs']:g} micro_batch={v['mb']:g}); change the plan",
+        "tp_heads": f"tp={v['tp']:g} does not divide heads={model.heads} and "
+                    f"kv_heads={model.kv_heads}; choose one of "
+                    f"{_divisors_of_both(model.heads, model.kv_heads)}",
+        "gpus": f"tp·pp·dp·cp = {v['tp'] * v['pp'] * v['dp'] * v['cp']:g} is not the "
+                f"{v['gpus']:g} GPUs of the cluster; change dp or leave it out to fill the cluster",
+        "layers": f"pp·virtual_stages = {v['pp'] * v['vs']:g} does not divide "
+                  f"layers={model.layers}; choose pp from {_divisors(model.layers)}",
+        "batch": f"dp·micro_batch = {v['dp'] * v['mb']:g} does not divide "
+                 f"global_batch={training.global_batch}; change micro_batch or dp",
+        "cp_seq": f"cp={v['cp']:g} does not divide seq_len={model.seq_len}; choose a divisor",
+        "interleave": f"virtual_stages={v['vs']:g} needs pp >= 2 and micro-batches "
+                      f"({v['micro_batches']:g}) divisible by pp={v['pp']:g}; "
+                      "set virtual_stages: 1 or change micro_batch",
+        "choices": "recompute must be none|selective|full, zero 0-3, offload "
+                   "none|optimizer|optimizer+weights",
+        "precision": f"GPU {gpu.name} has no {precision} support; choose precision from "
+                     f"{sorted(k for k, x in gpu.peak_flops_per_s.items() if x > 0)}",
+    }
+    return [text[name] for name, mask in masks.items() if bool(np.ravel(mask)[0])]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _divisors_of_both(a: int, b: int) -> list[int]:
+    return [d for d in _divisors(a) if b % d == 0]
