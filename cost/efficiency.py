@@ -10,21 +10,30 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-__all__ = ["DEFAULT_EFFICIENCY", "Efficiency"]
+__all__ = ["DEFAULT_EFFICIENCY", "FALLBACK_GEMM_FRACTION", "Efficiency"]
+
+FALLBACK_GEMM_FRACTION = 0.6
+"""GEMM fraction of a GPU with no calibrated value: below the fitted A100, H100 and V100 values
+of the catalog, as a new part's software stack is rarely tuned as well."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Efficiency:
     """Fractions of peak and overheads; each field documents its role and unit."""
 
-    gemm_fraction: float = 0.72
-    """Fraction of dense peak FLOP/s a large GEMM sustains (cuBLAS on big square shapes)."""
+    gemm_fraction: float | None = None
+    """Fraction of dense peak FLOP/s a large GEMM sustains in training; None: the GPU's own
+    (GPUSpec.gemm_fraction, from the catalog), else FALLBACK_GEMM_FRACTION."""
     gemm_half_dim: float = 128.0
     """A GEMM dimension d runs at d / (d + gemm_half_dim) of the large-GEMM rate (tiles, waves)."""
     attention_fraction: float = 0.55
     """Fraction of dense peak the attention core (QK^T, softmax-weighted V) sustains."""
-    elementwise_passes_hidden: float = 20.0
-    """Activation-sized (tokens x hidden) HBM passes per layer forward: norms, dropout, residual."""
+    flash_attention: bool = True
+    """Fused causal attention (scores never stored, masked half skipped), as in every current
+    stack; False models the unfused softmax of Megatron-LM before 2023."""
+    elementwise_passes_hidden: float = 10.0
+    """Activation-sized (tokens x hidden) HBM passes per layer forward: two norms (read, write)
+    and two fused bias-dropout-add kernels (three reads, one write each)."""
     elementwise_passes_ffn: float = 4.0
     """Tokens x ffn_hidden HBM passes per layer forward: bias and activation function."""
     softmax_passes: float = 4.0
@@ -33,8 +42,10 @@ class Efficiency:
     """Fraction of datasheet HBM bandwidth that memory-bound kernels reach."""
     network_fraction: float = 0.80
     """Fraction of link bandwidth that NCCL collectives reach (bus bandwidth / link rate)."""
-    dp_overlap: float = 0.0
-    """Fraction of the last micro-batch's backward pass that hides data-parallel traffic."""
+    dp_overlap: float = 1.0
+    """Share of the pass next to it that hides data-parallel traffic: gradient buckets reduce
+    during the last backward, weight gathers during the first forward (Megatron-Core, DeepSpeed
+    and PyTorch DDP/FSDP all overlap so; 0 models Megatron-LM before 2022)."""
     tp_overlap: float = 0.0
     """Fraction of tensor-parallel traffic hidden behind GEMMs (comm/compute overlap)."""
     optimizer_bytes_per_param: float = 40.0
@@ -44,8 +55,15 @@ class Efficiency:
     usable_fraction: float = 0.95
     """Fraction of the rest that the allocator can fill before fragmentation stops it."""
 
-    def as_dict(self) -> dict[str, float]:
-        return {k: float(v) for k, v in asdict(self).items()}
+    def as_dict(self) -> dict[str, float | bool | None]:
+        return {k: (v if v is None or isinstance(v, bool) else float(v))
+                for k, v in asdict(self).items()}
+
+    def gemm_fraction_for(self, gpu_fraction: float | None) -> float:
+        """This profile's GEMM fraction, else the GPU's, else FALLBACK_GEMM_FRACTION."""
+        if self.gemm_fraction is not None:
+            return self.gemm_fraction
+        return FALLBACK_GEMM_FRACTION if gpu_fraction is None else gpu_fraction
 
     def with_(self, **changes: Any) -> Efficiency:
         return replace(self, **changes)

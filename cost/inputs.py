@@ -78,6 +78,7 @@ class GPUSpec:
     scale_out_latency_s: float = 6e-6
     price_usd_per_hour: float = 0.0
     spot_price_usd_per_hour: float | None = None
+    gemm_fraction: float | None = None  # sustained share of peak in training GEMMs, if known
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_for(self, precision: str) -> float:

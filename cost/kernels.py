@@ -20,10 +20,10 @@ def gemm_shape_factor(m: Array, k: Array, n: Array, half_dim: float) -> Array:
 
 def gemm_s(
     m: Array, k: Array, n: Array, *, peak_flops_per_s: float, hbm_bytes_per_s: float,
-    element_bytes: float, eff: Efficiency,
+    element_bytes: float, fraction: float, eff: Efficiency,
 ) -> Array:
     """Roofline time of a GEMM: max(2mkn / (peak·fraction·shape), bytes moved / HBM rate)."""
-    rate = peak_flops_per_s * eff.gemm_fraction * gemm_shape_factor(m, k, n, eff.gemm_half_dim)
+    rate = peak_flops_per_s * fraction * gemm_shape_factor(m, k, n, eff.gemm_half_dim)
     compute_s = 2.0 * m * k * n / np.maximum(rate, 1e-30)
     memory_s = element_bytes * (m * k + k * n + m * n) / (hbm_bytes_per_s * eff.hbm_fraction)
     return np.maximum(compute_s, memory_s)

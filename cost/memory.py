@@ -35,18 +35,21 @@ def stage_parameters(model: ModelSpec, r: Resolved) -> Array:
     return layers + ends * vocab + 2.0 * model.hidden
 
 
-def activation_bytes_per_layer(model: ModelSpec, r: Resolved, *, act_bytes: float) -> Array:
+def activation_bytes_per_layer(
+    model: ModelSpec, r: Resolved, *, act_bytes: float, flash_attention: bool
+) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes).
 
     Replicated part 10·T·h (norm inputs, GEMM inputs, dropout masks), tensor-parallel part
     T·(4h + 4·kv_hidden + (4 or 8)·ffn) (Q, K, V, projection input, MLP intermediates), score
-    part 5·b·heads·(s/cp)·s (softmax, dropout), dropped by selective recompute. Full recompute
+    part 5·b·heads·(s/cp)·s (softmax, dropout), dropped by selective recompute and never stored
+    by flash attention (which keeps a per-row softmax statistic, negligible). Full recompute
     keeps only the layer input 2·T·h. Sizes scale with act_bytes / 2 (Korthikanti's are fp16)."""
     h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
     tokens = r.tokens_per_micro_batch
     replicated = 10.0 * tokens * h / r.shard
     sharded = tokens * (4.0 * h + 4.0 * kv + (8.0 if model.gated_mlp else 4.0) * f) / r.tp
-    scores = 5.0 * r.mb * model.heads * (model.seq_len / r.cp) * model.seq_len / r.tp
+    scores = 0.0 if flash_attention else 5.0 * r.mb * model.heads * (model.seq_len / r.cp) * model.seq_len / r.tp
     scale = act_bytes / 2.0
     none = replicated + sharded + scores
     selective = replicated + sharded
@@ -89,18 +92,21 @@ def memory_use(
     optimizer = np.where(off_opt, 0.0, optimizer)
     weights = np.where(off_w, np.minimum(weights, resident), weights)
 
-    per_layer = activation_bytes_per_layer(model, r, act_bytes=sizes["activation"])
+    per_layer = activation_bytes_per_layer(model, r, act_bytes=sizes["activation"],
+                                           flash_attention=eff.flash_attention)
     activations = per_layer * layers_in_flight(r)
     return MemoryUse(
         weights=weights, gradients=gradients, optimizer=optimizer, activations=activations,
         buffers=_buffers_bytes(model, r, per_layer=per_layer, first_stage=activations,
-                               act_bytes=sizes["activation"]),
+                               act_bytes=sizes["activation"],
+                               flash_attention=eff.flash_attention),
         expansion=expansion,
     )
 
 
 def _buffers_bytes(
-    model: ModelSpec, r: Resolved, *, per_layer: Array, first_stage: Array, act_bytes: float
+    model: ModelSpec, r: Resolved, *, per_layer: Array, first_stage: Array, act_bytes: float,
+    flash_attention: bool,
 ) -> Array:
     """Transient working memory on the fullest stage. The last stage computes the loss on fp32
     logits and their gradient (T·V/tp·8 bytes) while holding one micro-batch of its layers; the
@@ -110,5 +116,5 @@ def _buffers_bytes(
     last_stage = per_layer * r.layers_per_stage + logits
     ends = np.where(r.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
     rebuilt = activation_bytes_per_layer(model, replace(r, recompute=0.0 * r.recompute),
-                                         act_bytes=act_bytes)
+                                         act_bytes=act_bytes, flash_attention=flash_attention)
     return ends + np.where(r.recompute >= 2, rebuilt, 0.0)

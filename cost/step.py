@@ -23,15 +23,11 @@ class LayerTimes:
     """Seconds for one layer and one micro-batch on one GPU, by part."""
 
     forward: Array  # GEMMs, attention core, element-wise work
+    backward: Array  # data- and weight-gradient GEMMs, attention backward, element-wise work
     attention_forward: Array  # attention core and unfused softmax alone
     recompute: Array  # forward work redone in the backward pass
     tp_comm: Array  # exposed tensor-parallel collectives, forward + backward + recompute
     cp_comm: Array  # exposed context-parallel key/value exchange
-
-    @property
-    def backward(self) -> Array:
-        """Backward = 2 x forward: a data-gradient and a weight-gradient GEMM per forward GEMM."""
-        return 2.0 * self.forward
 
 
 def layer_times(
@@ -47,19 +43,20 @@ def layer_times(
 
     gemms = sum(
         gemm_s(tokens, g.k / r.tp if g.tp_sharded_k else g.k, g.n if g.tp_sharded_k else g.n / r.tp,
-               peak_flops_per_s=peak, hbm_bytes_per_s=hbm, element_bytes=act, eff=eff)
+               peak_flops_per_s=peak, hbm_bytes_per_s=hbm, element_bytes=act,
+               fraction=eff.gemm_fraction_for(gpu.gemm_fraction), eff=eff)
         for g in layer_gemms(model)
     )
-    core = attention_core_flops(model, tokens, model.seq_len) / r.tp
-    score_bytes = act * r.mb * model.heads / r.tp * (model.seq_len / r.cp) * model.seq_len
-    attention = core / (attention_peak * eff.attention_fraction) + memory_bound_s(
-        eff.softmax_passes * score_bytes, hbm_bytes_per_s=hbm, eff=eff)
+    attention, attention_backward = _attention_s(model, r, eff, peak_flops_per_s=attention_peak,
+                                                 hbm_bytes_per_s=hbm, act_bytes=act)
     elementwise = memory_bound_s(
         act * tokens * (eff.elementwise_passes_hidden * model.hidden / r.shard
                         + eff.elementwise_passes_ffn * model.ffn_hidden / r.tp),
         hbm_bytes_per_s=hbm, eff=eff)
     forward = gemms + attention + elementwise
-    recompute = np.where(r.recompute >= 2, forward, np.where(r.recompute >= 1, attention, 0.0))
+    backward = 2.0 * (gemms + elementwise) + attention_backward
+    selective = 0.0 if eff.flash_attention else attention  # flash already recomputes scores
+    recompute = np.where(r.recompute >= 2, forward, np.where(r.recompute >= 1, selective, 0.0))
 
     tp_link = group_link(cluster, stride=1.0, size=r.tp, fraction=eff.network_fraction)
     boundary_bytes = act * tokens * model.hidden
@@ -76,8 +73,28 @@ def layer_times(
     gather = all_gather_s(kv_bytes, r.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
     cp_passes = 3.0 + np.where(r.recompute >= 1, 1.0, 0.0)  # fwd, bwd gather + grad scatter
     cp_comm = cp_passes * np.maximum(gather - attention, 0.0)
-    return LayerTimes(forward=forward, attention_forward=attention, recompute=recompute,
-                      tp_comm=tp_comm, cp_comm=cp_comm)
+    return LayerTimes(forward=forward, backward=backward, attention_forward=attention,
+                      recompute=recompute, tp_comm=tp_comm, cp_comm=cp_comm)
+
+
+def _attention_s(
+    model: ModelSpec, r: Resolved, eff: Efficiency, *, peak_flops_per_s: float,
+    hbm_bytes_per_s: float, act_bytes: float,
+) -> tuple[Array, Array]:
+    """Forward and backward seconds of the attention core of one layer and micro-batch.
+
+    Flash attention (Dao et al. 2022) skips the masked half of causal scores and keeps them out
+    of HBM; its backward recomputes QK^T: 2.5 x the forward's matmuls. Unfused attention
+    computes all s x s scores and streams them through HBM `softmax_passes` times; backward 2x."""
+    core = attention_core_flops(model, r.tokens_per_micro_batch, model.seq_len) / r.tp
+    rate = peak_flops_per_s * eff.attention_fraction
+    if eff.flash_attention:
+        forward = 0.5 * core / rate
+        return forward, 2.5 * forward
+    scores = act_bytes * r.mb * model.heads / r.tp * (model.seq_len / r.cp) * model.seq_len
+    forward = core / rate + memory_bound_s(eff.softmax_passes * scores,
+                                           hbm_bytes_per_s=hbm_bytes_per_s, eff=eff)
+    return forward, 2.0 * forward
 
 
 def pipeline_bubble_s(stages: Array, virtual_stages: Array, micro_batch_s: Array) -> Array:
@@ -118,7 +135,8 @@ def _logits_s(
     tokens = r.tokens_per_micro_batch
     gemm = gemm_s(tokens, float(model.hidden), model.vocab / r.tp,
                   peak_flops_per_s=gpu.peak_for(training.precision),
-                  hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act, eff=eff)
+                  hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
+                  fraction=eff.gemm_fraction_for(gpu.gemm_fraction), eff=eff)
     loss = memory_bound_s(16.0 * tokens * model.vocab / r.tp,
                           hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     return 3.0 * gemm + loss
@@ -163,8 +181,11 @@ def _dp_comm_s(
     per_step = np.where(r.zero >= 1, hidden(scatter, backward_s) + hidden(gather, forward_s),
                         hidden(allreduce, backward_s))
     per_step = np.where(r.zero >= 2, hidden(gather, forward_s), per_step)
-    per_mb = np.where(r.zero >= 3, hidden(2.0 * gather, forward_s + backward_s), 0.0)
-    per_mb = per_mb + np.where(r.zero >= 2, hidden(scatter, backward_s), 0.0)
+    per_step = np.where(r.zero >= 3, 0.0, per_step)  # the next forward gathers anyway
+    per_mb_traffic = (np.where(r.zero >= 3, 2.0 * gather, 0.0)
+                      + np.where(r.zero >= 2, scatter, 0.0))
+    window = np.where(r.zero >= 3, forward_s + backward_s, backward_s)
+    per_mb = hidden(per_mb_traffic, window)
     return per_step + r.micro_batches * per_mb
 
 

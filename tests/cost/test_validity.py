@@ -1,0 +1,48 @@
+import numpy as np
+
+from cost import Plan, evaluate, plan_violations
+from cost.price import price
+from tests.factories import cluster, gpt, run
+
+
+def violations(**plan: float) -> list[str]:
+    return plan_violations(gpt(), cluster(8), run(64), Plan(**plan))
+
+
+def test_a_good_plan_has_none() -> None:
+    assert violations(tp=8, pp=8, virtual_stages=3) == []
+
+
+def test_tp_must_divide_heads_and_the_message_says_which_to_choose() -> None:
+    (msg,) = violations(tp=5, pp=1, dp=12, cp=1)[:1]
+    assert "tp=5" in msg and "heads=96" in msg and "[1, 2, 3, 4, 6, 8" in msg
+
+
+def test_degrees_must_fill_the_cluster() -> None:
+    assert any("64 GPUs" in m for m in violations(tp=8, pp=2, dp=2))
+
+
+def test_pipeline_must_divide_layers_and_batch_must_divide() -> None:
+    assert any("layers=96" in m for m in violations(tp=8, pp=7, dp=1))
+    assert any("global_batch=64" in m for m in violations(tp=2, pp=2, micro_batch=3))
+
+
+def test_interleaving_needs_a_pipeline() -> None:
+    assert any("virtual_stages=2" in m for m in violations(tp=8, pp=1, virtual_stages=2))
+
+
+def test_precision_the_gpu_lacks() -> None:
+    msgs = plan_violations(gpt(), cluster(8), run(64, precision="fp8"), Plan(tp=8, pp=8))
+    assert any("fp8" in m for m in msgs)
+
+
+def test_invalid_plans_are_flagged_in_a_batch() -> None:
+    report = evaluate(gpt(), cluster(8), run(64), Plan(tp=np.array([8.0, 5.0]), pp=8))
+    assert report.valid.tolist() == [True, False]
+
+
+def test_price_by_hand() -> None:
+    p = price(cluster(8), gpus=np.array(64.0), tokens_per_s=np.array(1e6), tokens=3.6e9)
+    assert float(p.cost_per_hour_usd) == 128.0
+    assert float(p.time_to_train_s) == 3600.0
+    assert float(p.cost_to_train_usd) == 128.0
