@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cost import ClusterSpec, Plan, TrainingSpec, evaluate  # noqa: E402
-from search_spaces.catalog import gpu_catalog, model_catalog  # noqa: E402
+from cost import ClusterSpec, Plan, TrainingSpec, evaluate
+from search_spaces.catalog import gpu_catalog, model_catalog
 
 
 def random_plans(n: int, seed: int = 0) -> Plan:

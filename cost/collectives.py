@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inputs import Array, ClusterSpec
+from .inputs import Array, ClusterSpec, Value
 
 __all__ = [
     "Link",
@@ -26,33 +26,33 @@ __all__ = [
 ]
 
 
-def ring_allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def ring_allreduce_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """Ring all-reduce: 2(n-1)/n of the buffer per link, 2(n-1) latency steps; 0 when n = 1."""
     steps = 2.0 * (n - 1.0)
     return np.where(n > 1, steps / n * nbytes / bw + steps * lat, 0.0)
 
 
-def tree_allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def tree_allreduce_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """Double binary tree all-reduce (NCCL): the buffer up and down, 2·log2(n) latency steps."""
     return np.where(n > 1, 2.0 * nbytes / bw + 2.0 * np.log2(np.maximum(n, 1.0)) * lat, 0.0)
 
 
-def allreduce_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def allreduce_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """The faster of ring and tree, as NCCL's tuner picks per message size."""
     return np.minimum(ring_allreduce_s(nbytes, n, bw, lat), tree_allreduce_s(nbytes, n, bw, lat))
 
 
-def reduce_scatter_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def reduce_scatter_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """Ring reduce-scatter of a buffer of `nbytes`: (n-1)/n of it per link, n-1 steps."""
     return np.where(n > 1, (n - 1.0) / n * nbytes / bw + (n - 1.0) * lat, 0.0)
 
 
-def all_gather_s(nbytes: Array, n: Array, bw: Array, lat: Array) -> Array:
+def all_gather_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """Ring all-gather into a buffer of `nbytes`: the same cost as reduce-scatter."""
     return reduce_scatter_s(nbytes, n, bw, lat)
 
 
-def p2p_s(nbytes: Array, bw: Array, lat: Array) -> Array:
+def p2p_s(nbytes: Value, bw: Value, lat: Value) -> Value:
     """One point-to-point send."""
     return nbytes / bw + lat
 
@@ -65,7 +65,7 @@ class Link:
     latency_s: Array
 
 
-def group_link(cluster: ClusterSpec, *, stride: Array, size: Array, fraction: float) -> Link:
+def group_link(cluster: ClusterSpec, *, stride: Value, size: Value, fraction: float) -> Link:
     """The link a group of `size` ranks spaced `stride` apart (Megatron rank order) crosses.
 
     Inside one scale-up domain (NVLink) the group runs at scale-up speed. Across domains each

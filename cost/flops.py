@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .inputs import ModelSpec
+from .inputs import ModelSpec, Value
 
 __all__ = [
     "LayerGemm",
@@ -72,7 +72,7 @@ def layer_gemms(model: ModelSpec) -> tuple[LayerGemm, ...]:
     )
 
 
-def attention_core_flops(model: ModelSpec, tokens: float, keys: float) -> float:
+def attention_core_flops(model: ModelSpec, tokens: Value, keys: Value) -> Value:
     """Forward FLOPs of QK^T and scores·V for `tokens` queries over `keys` keys, all heads.
 
     2 matmuls x 2 FLOPs x tokens x keys x hidden (no causal saving, as in PaLM's count)."""

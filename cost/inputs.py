@@ -22,13 +22,17 @@ __all__ = [
     "ModelSpec",
     "Plan",
     "TrainingSpec",
+    "Value",
 ]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 RECOMPUTE = ("none", "selective", "full")  # codes 0, 1, 2 in Plan.recompute
 OFFLOAD = ("none", "optimizer", "optimizer+weights")  # codes 0, 1, 2 in Plan.offload
 
-Array = NDArray[np.float64]
+Array = NDArray[Any]
+"""A numpy array of any shape; cost functions broadcast their arrays together."""
+Value = NDArray[Any] | float
+"""A number or an array of numbers."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .efficiency import Efficiency
-from .inputs import Array
+from .inputs import Array, Value
 
 __all__ = ["gemm_s", "gemm_shape_factor", "memory_bound_s"]
 
 
-def gemm_shape_factor(m: Array, k: Array, n: Array, half_dim: float) -> Array:
+def gemm_shape_factor(m: Value, k: Value, n: Value, half_dim: float) -> Value:
     """Throughput of an (m x k) @ (k x n) GEMM relative to a large one: prod d / (d + d_half).
 
     A saturating form for tile and wave quantisation: small per-GPU shards after tensor
@@ -19,7 +19,7 @@ def gemm_shape_factor(m: Array, k: Array, n: Array, half_dim: float) -> Array:
 
 
 def gemm_s(
-    m: Array, k: Array, n: Array, *, peak_flops_per_s: float, hbm_bytes_per_s: float,
+    m: Value, k: Value, n: Value, *, peak_flops_per_s: float, hbm_bytes_per_s: float,
     element_bytes: float, fraction: float, eff: Efficiency,
 ) -> Array:
     """Roofline time of a GEMM: max(2mkn / (peak·fraction·shape), bytes moved / HBM rate)."""
@@ -29,6 +29,6 @@ def gemm_s(
     return np.maximum(compute_s, memory_s)
 
 
-def memory_bound_s(nbytes: Array, *, hbm_bytes_per_s: float, eff: Efficiency) -> Array:
+def memory_bound_s(nbytes: Value, *, hbm_bytes_per_s: float, eff: Efficiency) -> Value:
     """Time of element-wise work that streams `nbytes` through HBM."""
     return nbytes / (hbm_bytes_per_s * eff.hbm_fraction)

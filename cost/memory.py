@@ -49,7 +49,8 @@ def activation_bytes_per_layer(
     tokens = r.tokens_per_micro_batch
     replicated = 10.0 * tokens * h / r.shard
     sharded = tokens * (4.0 * h + 4.0 * kv + (8.0 if model.gated_mlp else 4.0) * f) / r.tp
-    scores = 0.0 if flash_attention else 5.0 * r.mb * model.heads * (model.seq_len / r.cp) * model.seq_len / r.tp
+    s = model.seq_len
+    scores = 0.0 if flash_attention else 5.0 * r.mb * model.heads * (s / r.cp) * s / r.tp
     scale = act_bytes / 2.0
     none = replicated + sharded + scores
     selective = replicated + sharded

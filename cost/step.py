@@ -10,7 +10,7 @@ from .breakdown import StepTime
 from .collectives import all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
 from .efficiency import Efficiency
 from .flops import attention_core_flops, layer_gemms
-from .inputs import Array, ClusterSpec, ModelSpec, TrainingSpec
+from .inputs import Array, ClusterSpec, ModelSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .memory import stage_parameters
 from .resolved import Resolved, element_bytes
@@ -41,12 +41,13 @@ def layer_times(
     act = element_bytes(training.precision)["activation"]
     tokens = r.tokens_per_micro_batch
 
-    gemms = sum(
-        gemm_s(tokens, g.k / r.tp if g.tp_sharded_k else g.k, g.n if g.tp_sharded_k else g.n / r.tp,
-               peak_flops_per_s=peak, hbm_bytes_per_s=hbm, element_bytes=act,
-               fraction=eff.gemm_fraction_for(gpu.gemm_fraction), eff=eff)
-        for g in layer_gemms(model)
-    )
+    fraction = eff.gemm_fraction_for(gpu.gemm_fraction)
+    gemms: Value = 0.0
+    for g in layer_gemms(model):
+        k = g.k / r.tp if g.tp_sharded_k else g.k
+        n = g.n if g.tp_sharded_k else g.n / r.tp
+        gemms = gemms + gemm_s(tokens, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
+                               element_bytes=act, fraction=fraction, eff=eff)
     attention, attention_backward = _attention_s(model, r, eff, peak_flops_per_s=attention_peak,
                                                  hbm_bytes_per_s=hbm, act_bytes=act)
     elementwise = memory_bound_s(

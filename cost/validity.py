@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec
+from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec, Value
 from .resolved import Resolved, resolve
 
 __all__ = ["plan_violations", "valid_mask", "violation_masks"]
 
 
-def _divides(d: Array, n: Array | float) -> Array:
+def _divides(d: Value, n: Value) -> Array:
     return np.isclose(np.mod(n, np.maximum(d, 1.0)), 0.0)
 
 
-def _integral(x: Array) -> Array:
+def _integral(x: Value) -> Array:
     return np.isclose(x, np.round(x))
 
 
@@ -27,13 +27,15 @@ def violation_masks(
 ) -> dict[str, Array]:
     """Rule name -> True where a plan breaks it."""
     degrees = (r.tp, r.pp, r.dp, r.cp, r.vs, r.mb)
+    # root causes first: a derived dp that is not whole follows from them
     return {
-        "degrees": ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in degrees]),
         "tp_heads": ~(_divides(r.tp, model.heads) & _divides(r.tp, model.kv_heads)),
-        "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
         "layers": ~_divides(r.pp * r.vs, model.layers),
-        "batch": ~_divides(r.dp * r.mb, training.global_batch),
         "cp_seq": ~_divides(r.cp, model.seq_len),
+        "model_parallel": ~_divides(r.tp * r.pp * r.cp, r.gpus),
+        "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
+        "degrees": ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in degrees]),
+        "batch": ~_divides(r.dp * r.mb, training.global_batch),
         "interleave": (r.vs > 1) & ((r.pp < 2) | ~_divides(r.pp, r.micro_batches)),
         "choices": ~(np.isin(r.recompute, (0, 1, 2)) & np.isin(r.zero, (0, 1, 2, 3))
                      & np.isin(r.offload, (0, 1, 2))),
@@ -65,6 +67,8 @@ def plan_violations(
         "tp_heads": f"tp={v['tp']:g} does not divide heads={model.heads} and "
                     f"kv_heads={model.kv_heads}; choose one of "
                     f"{_divisors_of_both(model.heads, model.kv_heads)}",
+        "model_parallel": f"tp·pp·cp = {v['tp'] * v['pp'] * v['cp']:g} does not divide the "
+                          f"{v['gpus']:g} GPUs; choose tp, pp and cp whose product divides it",
         "gpus": f"tp·pp·dp·cp = {v['tp'] * v['pp'] * v['dp'] * v['cp']:g} is not the "
                 f"{v['gpus']:g} GPUs of the cluster; change dp or leave it out to fill the cluster",
         "layers": f"pp·virtual_stages = {v['pp'] * v['vs']:g} does not divide "

@@ -1,0 +1,46 @@
+"""The boundary between users and the cost model: study specs in YAML, quantities with units,
+the GPU and model catalogs, declarative choices, and the conversion to `cost` inputs.
+
+Uses pydantic and PyYAML; knows nothing of Optuna (shared/STYLE.md, sec. 1 and 10).
+"""
+
+from .catalog import gpu_catalog, gpu_info, model_catalog, model_info
+from .choices import Choice, IntRange, is_choice
+from .cluster import ClusterSection, Expansion, GPUSection
+from .errors import SpecError
+from .plan import PLAN_FIELDS, PlanSection
+from .results import cluster_as_dict, plan_as_dict, plan_result, violations
+from .sections import OBJECTIVES, Constraints, ModelSection, SearchSection, TrainingSection
+from .spec import CostInputs, StudySpec, load_spec, parse_spec
+from .units import KINDS, parse_quantity
+
+__all__ = [
+    "KINDS",
+    "OBJECTIVES",
+    "PLAN_FIELDS",
+    "Choice",
+    "ClusterSection",
+    "Constraints",
+    "CostInputs",
+    "Expansion",
+    "GPUSection",
+    "IntRange",
+    "ModelSection",
+    "PlanSection",
+    "SearchSection",
+    "SpecError",
+    "StudySpec",
+    "TrainingSection",
+    "cluster_as_dict",
+    "gpu_catalog",
+    "gpu_info",
+    "is_choice",
+    "load_spec",
+    "model_catalog",
+    "model_info",
+    "parse_quantity",
+    "parse_spec",
+    "plan_as_dict",
+    "plan_result",
+    "violations",
+]

@@ -1,0 +1,151 @@
+"""The built-in GPU and model catalogs (catalog/gpus.yaml, catalog/models.yaml) as cost types.
+
+Loaded once, with `importlib.resources` so they work from an installed wheel, and returned as
+read-only mappings: the only cached data in the package (shared/STYLE.md, sec. 12).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from cost import PRECISIONS, GPUSpec, ModelSpec
+
+from .errors import SpecError
+from .units import parse_quantity
+
+__all__ = [
+    "gpu_catalog",
+    "gpu_info",
+    "model_catalog",
+    "model_info",
+    "unknown_name_message",
+]
+
+# gpus.yaml key -> (GPUSpec field, quantity kind)
+_GPU_QUANTITIES = {
+    "hbm_capacity": ("hbm_capacity_bytes", "bytes"),
+    "hbm_bandwidth": ("hbm_bandwidth_bytes_per_s", "bytes_per_s"),
+    "gpus_per_node": ("gpus_per_node", "count"),
+    "scale_up_domain": ("scale_up_domain_gpus", "count"),
+    "scale_up_bandwidth": ("scale_up_bandwidth_bytes_per_s", "bytes_per_s"),
+    "scale_out_bandwidth": ("scale_out_bandwidth_bytes_per_s", "bytes_per_s"),
+    "scale_up_latency": ("scale_up_latency_s", "seconds"),
+    "scale_out_latency": ("scale_out_latency_s", "seconds"),
+    "price_per_hour": ("price_usd_per_hour", "usd"),
+    "spot_price_per_hour": ("spot_price_usd_per_hour", "usd"),
+}
+_GPU_INFO_KEYS = ("description", "tdp", "year")
+_GPU_REQUIRED = ("peak_flops", "hbm_capacity", "hbm_bandwidth")
+_INTEGER_FIELDS = ("gpus_per_node", "scale_up_domain_gpus")
+_MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
+               "gated_mlp", "tied_embeddings")
+
+
+def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> str:
+    """'unknown GPU 'a100'; did you mean a100-40gb, a100-80gb? (choose one of ...)'."""
+    prefixed = [n for n in known if n.startswith(str(name))][:3]
+    close = prefixed or difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return (f"unknown {kind} {name!r}; {hint}choose one of {', '.join(known)} "
+            "(`tuner catalog` lists them)")
+
+
+def _read(filename: str) -> dict[str, Any]:
+    folder = resources.files("search_spaces").joinpath("catalog")
+    text = folder.joinpath(filename).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise SpecError("the catalog must be a mapping of names to entries", file=filename)
+    return data
+
+
+def _gpu_spec(name: str, entry: Mapping[str, Any]) -> GPUSpec:
+    file = "gpus.yaml"
+    missing = [key for key in _GPU_REQUIRED if key not in entry]
+    if missing:
+        raise SpecError(f"missing {', '.join(missing)}", file=file, field=name)
+    direct = _direct_gpu_fields()
+    known = {*_GPU_QUANTITIES, *_GPU_INFO_KEYS, *direct, "peak_flops", "sources"}
+    extra = sorted(set(entry) - known)
+    if extra:
+        raise SpecError(f"unknown field {extra[0]!r}; known fields: {', '.join(sorted(known))}",
+                        file=file, field=name)
+    peaks = entry["peak_flops"]
+    if not isinstance(peaks, dict) or not set(peaks) <= set(PRECISIONS):
+        raise SpecError(f"peak_flops must map precisions ({', '.join(PRECISIONS)}) to rates",
+                        file=file, field=f"{name}.peak_flops")
+    values: dict[str, Any] = {
+        target: parse_quantity(entry[key], kind, field=f"{name}.{key}")
+        for key, (target, kind) in _GPU_QUANTITIES.items() if key in entry
+    }
+    values.update({key: parse_quantity(entry[key], "count", field=f"{name}.{key}")
+                   for key in direct if key in entry})
+    for key in _INTEGER_FIELDS:
+        if key in values:
+            values[key] = int(values[key])
+    return GPUSpec(
+        name=name,
+        peak_flops_per_s={p: parse_quantity(v, "flops_per_s", field=f"{name}.peak_flops.{p}")
+                          for p, v in peaks.items()},
+        sources={str(k): str(v) for k, v in (entry.get("sources") or {}).items()},
+        **values,
+    )
+
+
+def _direct_gpu_fields() -> set[str]:
+    """GPUSpec fields that gpus.yaml may give under their own name (e.g. gemm_fraction)."""
+    mapped = {target for target, _ in _GPU_QUANTITIES.values()}
+    return {f.name for f in dataclasses.fields(GPUSpec)} - mapped - {
+        "name", "peak_flops_per_s", "hbm_capacity_bytes", "sources"}
+
+
+@functools.cache
+def gpu_catalog() -> Mapping[str, GPUSpec]:
+    """Catalog name -> GPUSpec, SI units (read-only)."""
+    try:
+        return MappingProxyType({n: _gpu_spec(n, e) for n, e in _read("gpus.yaml").items()})
+    except SpecError as err:
+        raise err.with_file("gpus.yaml") from err
+
+
+@functools.cache
+def gpu_info() -> Mapping[str, Mapping[str, Any]]:
+    """Catalog name -> descriptive keys of gpus.yaml (description, tdp, year), read-only."""
+    return MappingProxyType({
+        name: MappingProxyType({k: entry[k] for k in _GPU_INFO_KEYS if k in entry})
+        for name, entry in _read("gpus.yaml").items()
+    })
+
+
+def _model_spec(name: str, entry: Mapping[str, Any]) -> ModelSpec:
+    extra = sorted(set(entry) - {*_MODEL_KEYS, "source"})
+    if extra:
+        raise SpecError(f"unknown field {extra[0]!r}; known fields: {', '.join(_MODEL_KEYS)}",
+                        file="models.yaml", field=name)
+    try:
+        return ModelSpec(name=name, **{k: entry[k] for k in _MODEL_KEYS if k in entry})
+    except TypeError as err:
+        raise SpecError(str(err), file="models.yaml", field=name) from err
+
+
+@functools.cache
+def model_catalog() -> Mapping[str, ModelSpec]:
+    """Catalog name -> ModelSpec (read-only)."""
+    return MappingProxyType({n: _model_spec(n, e) for n, e in _read("models.yaml").items()})
+
+
+@functools.cache
+def model_info() -> Mapping[str, Mapping[str, Any]]:
+    """Catalog name -> {"source": ...} from models.yaml (read-only)."""
+    return MappingProxyType({
+        name: MappingProxyType({"source": entry.get("source", "")})
+        for name, entry in _read("models.yaml").items()
+    })

@@ -1,0 +1,60 @@
+"""Field types shared by the spec sections: counts, quantities with units, the frozen base."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from .errors import SpecError
+from .units import parse_quantity
+
+__all__ = [
+    "MAX_GPUS",
+    "Bytes",
+    "BytesPerS",
+    "Count",
+    "FlopsPerS",
+    "Frozen",
+    "NonNegative",
+    "PositiveBytes",
+    "PositiveBytesPerS",
+    "Seconds",
+    "Size",
+    "TokenCount",
+    "Usd",
+]
+
+MAX_GPUS = 1_000_000
+"""More GPUs than any cluster has: a larger count is a typo."""
+
+
+class Frozen(BaseModel):
+    """Base of every spec model: immutable, unknown keys refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _quantity(kind: str) -> Any:
+    def parse(value: Any) -> float:
+        try:
+            return parse_quantity(value, kind, field="")
+        except SpecError as err:
+            raise ValueError(err.message) from None
+
+    return BeforeValidator(parse)
+
+
+Count = Annotated[int, Field(strict=True, ge=1, le=MAX_GPUS)]
+"""A whole number of things (GPUs, nodes, parallel degrees): 1 to 1,000,000."""
+Size = Annotated[int, Field(strict=True, ge=1, le=10**9)]
+"""A model dimension or batch size: a whole number >= 1."""
+Bytes = Annotated[float, _quantity("bytes")]
+PositiveBytes = Annotated[float, _quantity("bytes"), Field(gt=0)]
+BytesPerS = Annotated[float, _quantity("bytes_per_s")]
+PositiveBytesPerS = Annotated[float, _quantity("bytes_per_s"), Field(gt=0)]
+FlopsPerS = Annotated[float, _quantity("flops_per_s"), Field(gt=0)]
+Seconds = Annotated[float, _quantity("seconds"), Field(gt=0)]
+Usd = Annotated[float, _quantity("usd")]
+TokenCount = Annotated[float, _quantity("count")]
+NonNegative = Annotated[float, _quantity("count")]

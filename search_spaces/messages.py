@@ -1,0 +1,102 @@
+"""Foreign errors (pydantic, PyYAML) translated into one-line SpecErrors naming file and field."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .choices import Choice, IntRange
+from .errors import SpecError
+
+__all__ = ["dotted", "from_validation_error", "from_yaml_error"]
+
+_TAGGED_MODELS: dict[str, type[BaseModel]] = {"<range>": IntRange, "<choice>": Choice}
+
+
+def _clean(loc: Sequence[Any]) -> list[Any]:
+    """The user's path: union tags ("<fixed>", ...) and a choice's inner "values" dropped."""
+    out: list[Any] = []
+    previous = ""
+    for part in loc:
+        if isinstance(part, str) and part.startswith("<"):
+            previous = part
+            continue
+        if not (previous == "<choice>" and part == "values"):
+            out.append(part)
+        previous = str(part)
+    return out
+
+
+def dotted(parts: Sequence[Any]) -> str:
+    """['plan', 'tp', 1] -> 'plan.tp[1]'."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _known_fields(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -> list[str]:
+    parent = loc[:-1]
+    tag = next((p for p in reversed(parent) if isinstance(p, str) and p.startswith("<")), None)
+    if tag in _TAGGED_MODELS and parent and parent[-1] == tag:
+        return ["values"] if tag == "<choice>" else list(IntRange.model_fields)
+    model = sections.get(dotted([p for p in _clean(parent) if not isinstance(p, int)]))
+    return list(model.model_fields) if model is not None else []
+
+
+def _unknown_field(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -> str:
+    key, parent = str(loc[-1]), dotted(_clean(loc[:-1]))
+    known = _known_fields(loc, sections)
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    where = f"under {parent}" if parent else "at the top level"
+    return f"unknown field {key!r} {where}; {hint}known fields: {', '.join(known)}"
+
+
+def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) -> str:
+    kind, loc = error["type"], error["loc"]
+    if kind == "extra_forbidden":
+        return _unknown_field(loc, sections)
+    if kind == "missing":
+        parent = dotted(_clean(loc[:-1]))
+        return f"missing required field {loc[-1]!r}{' under ' + parent if parent else ''}; add it"
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, BaseException):
+        return cause.message if isinstance(cause, SpecError) else str(cause)
+    message = str(error["msg"])
+    if kind in ("spec", "repeated"):
+        return message
+    shown = error.get("input")
+    got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
+    return f"{message[:1].lower()}{message[1:]}{got}"
+
+
+def from_validation_error(
+    err: ValidationError, *, file: str, sections: Mapping[str, type[BaseModel]]
+) -> SpecError:
+    """The first error of `err` as one SpecError naming the dotted field."""
+    first = err.errors()[0]
+    parts = _clean(first["loc"])
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, SpecError) and cause.field:
+        parts += cause.field.split(".")
+    return SpecError(_message(first, sections), file=file, field=dotted(parts))
+
+
+def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
+    """A YAML syntax error, or a tag such as !!python/object that safe_load refuses."""
+    mark = getattr(err, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    problem = str(getattr(err, "problem", None) or err)
+    tag = re.search(r"'tag:yaml\.org,2002:([^']+)'", problem)
+    if isinstance(err, yaml.constructor.ConstructorError) and "tag" in problem:
+        name = f"!!{tag.group(1)}" if tag else "this tag"
+        return SpecError(f"YAML tag {name} is not allowed: a spec holds plain values only; "
+                         "remove the tag", file=file, field=where)
+    return SpecError(f"malformed YAML: {problem}; fix the syntax (indentation, quotes, colons)",
+                     file=file, field=where)

@@ -1,0 +1,144 @@
+"""A whole study spec (shared/SPEC.md): load it from YAML, ask whether it is fixed, and convert
+a fixed one into the cost model's frozen inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, PrivateAttr, ValidationError
+
+from cost import ClusterSpec, ModelSpec, Plan, TrainingSpec, plan_violations
+
+from .choices import Choice, is_choice
+from .cluster import ClusterSection, Expansion, GPUSection, gpu_spec
+from .errors import SpecError
+from .fields import Frozen
+from .messages import from_validation_error, from_yaml_error
+from .plan import PlanSection
+from .sections import (
+    Constraints,
+    ModelSection,
+    Objective,
+    SearchSection,
+    TrainingSection,
+    resolve_model,
+)
+
+__all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
+
+CostInputs = tuple[ModelSpec, ClusterSpec, TrainingSpec, Plan]
+
+
+def _distinct(objective: tuple[str, ...]) -> tuple[str, ...]:
+    if len(set(objective)) != len(objective):
+        raise ValueError(f"objective lists {objective[0]!r} twice; give two different ones")
+    return objective
+
+
+class StudySpec(Frozen):
+    """One study: what is trained, on what cluster, the plan space, the goal and the search."""
+
+    name: str = "study"
+    model: Annotated[ModelSection, BeforeValidator(resolve_model)]
+    training: TrainingSection
+    cluster: ClusterSection
+    plan: PlanSection = PlanSection()
+    objective: Annotated[Objective, AfterValidator(_distinct)] = ("throughput",)
+    constraints: Constraints = Constraints()
+    search: SearchSection = SearchSection()
+    calibration: str | None = None
+    _file: str = PrivateAttr(default="")
+
+    @property
+    def file(self) -> str:
+        """The file the spec was loaded from ('' when built in code)."""
+        return self._file
+
+    def choice_fields(self) -> list[str]:
+        """Dotted names of the values under `cluster` and `plan` that are choices."""
+        found = [f"plan.{k}" for k, v in self.plan if is_choice(v)]
+        found += [f"cluster.{k}" for k, v in self.cluster if is_choice(v)]
+        if self.cluster.expansion is not None:
+            found += [f"cluster.expansion.{k}" for k, v in self.cluster.expansion if is_choice(v)]
+        return found
+
+    @property
+    def is_fixed(self) -> bool:
+        """True when the spec describes one configuration (no choices)."""
+        return not self.choice_fields()
+
+    def to_cost_inputs(self, *, check: bool = True) -> CostInputs:
+        """(ModelSpec, ClusterSpec, TrainingSpec, Plan) for a fixed spec.
+
+        Raises SpecError naming the first choice, or (with `check`) the plan's structural
+        violations (cost.plan_violations): the first, a root cause (the rules are ordered so
+        that "tp=3 does not divide heads" comes before its consequence "dp=5.33 is not whole"),
+        and how many more there are."""
+        choices = self.choice_fields()
+        if choices:
+            raise SpecError("this value is a choice (a list or a range); give one value to "
+                            "evaluate a plan, or run `tuner search` to search over it",
+                            file=self.file, field=choices[0])
+        try:
+            model = self.model.to_model_spec()
+            training = self.training.to_training_spec()
+            cluster = self.cluster.to_cluster_spec(training.precision)
+        except SpecError as err:
+            raise err.with_file(self.file) from err
+        plan = self.plan.to_plan()
+        if check:
+            violations = plan_violations(model, cluster, training, plan)
+            if violations:
+                more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+                raise SpecError(violations[0] + more, file=self.file, field="plan")
+        return model, cluster, training, plan
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "": StudySpec, "model": ModelSection, "training": TrainingSection,
+    "cluster": ClusterSection, "cluster.gpu": GPUSection, "cluster.expansion": Expansion,
+    "plan": PlanSection, "constraints": Constraints, "search": SearchSection,
+}
+
+
+def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
+    """A StudySpec from already-parsed YAML data; `name` is the default study name."""
+    if not isinstance(data, dict):
+        raise SpecError("a spec is a YAML mapping with model, training, cluster, plan, ...; "
+                        f"got {type(data).__name__}", file=file)
+    try:
+        spec = StudySpec.model_validate({"name": name, **data})
+    except ValidationError as err:
+        raise from_validation_error(err, file=file, sections=SECTIONS) from err
+    _check_precision(spec, file)
+    spec._file = file
+    return spec
+
+
+def load_spec(path: str | Path) -> StudySpec:
+    """Read a study spec from a YAML file (yaml.safe_load: plain values only).
+
+    Raises FileNotFoundError for a missing file and SpecError, one line naming the file and
+    the field, for anything wrong in it."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise from_yaml_error(err, file=str(path)) from err
+    return parse_spec(data, file=str(path), name=path.stem)
+
+
+def _check_precision(spec: StudySpec, file: str) -> None:
+    """A fixed GPU must support the training precision (a list of GPUs is pruned instead)."""
+    gpu, precision = spec.cluster.gpu, spec.training.precision
+    if isinstance(gpu, Choice):
+        return
+    peaks = gpu_spec(gpu, precision).peak_flops_per_s
+    if peaks.get(precision, 0.0) <= 0:
+        supported = ", ".join(p for p, x in peaks.items() if x > 0)
+        raise SpecError(f"GPU {gpu if isinstance(gpu, str) else gpu.name} has no {precision} "
+                        f"support; choose precision from {supported} or another GPU",
+                        file=file, field="training.precision")

@@ -1,0 +1,227 @@
+"""Study specs: the examples load and convert; choices list their values; every bad spec gives
+one SpecError naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import cost
+from search_spaces import Choice, IntRange, SpecError, load_spec, parse_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
+
+
+def _spec(**changes: Any) -> dict[str, Any]:
+    """A small valid fixed spec (gpt3-1.3b on 2 x 8 A100), with top-level sections replaced."""
+    data: dict[str, Any] = {
+        "model": "gpt3-1.3b",
+        "training": {"global_batch": 64, "tokens": "300e9", "precision": "bf16"},
+        "cluster": {"gpu": "a100-80gb", "nodes": 2, "gpus_per_node": 8},
+        "plan": {"tp": 2, "pp": 2, "micro_batch": 2},
+    }
+    data.update(changes)
+    return data
+
+
+def _section(name: str, **changes: Any) -> dict[str, Any]:
+    return _spec(**{name: {**_spec()[name], **changes}})
+
+
+def _write(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_examples_are_fixed_and_feasible(example: Path) -> None:
+    spec = load_spec(example)
+    assert spec.is_fixed and spec.name == example.stem
+    report = cost.evaluate(*spec.to_cost_inputs())
+    assert bool(report.feasible)
+
+
+def test_gpt3_example_is_korthikantis_configuration() -> None:
+    model, cluster, training, plan = load_spec(EXAMPLES / "gpt3-175b-a100-fixed.yaml") \
+        .to_cost_inputs()
+    assert (model.name, cluster.gpu.name, int(cluster.gpus)) == ("gpt3-175b", "a100-80gb", 64)
+    assert (plan.tp, plan.pp, plan.dp, plan.virtual_stages) == (8, 8, 0, 3)
+    assert plan.recompute == cost.RECOMPUTE.index("selective") and plan.sequence_parallel
+    assert training.precision == "fp16" and training.tokens == 300e9
+
+
+def test_name_defaults_to_the_file_stem(tmp_path: Path) -> None:
+    path = _write(tmp_path, yaml.safe_dump(_spec()), "my-study.yaml")
+    assert load_spec(path).name == "my-study"
+    assert load_spec(path).file == str(path)
+
+
+def test_model_overrides_on_a_catalog_base() -> None:
+    spec = parse_spec(_spec(model={"base": "llama3-70b", "seq_len": 4096}))
+    model = spec.model.to_model_spec()
+    assert (model.seq_len, model.hidden, model.kv_heads, model.gated_mlp) == (4096, 8192, 8, True)
+
+
+def test_model_as_a_full_mapping() -> None:
+    spec = parse_spec(_spec(model={"name": "tiny", "layers": 4, "hidden": 256, "heads": 4,
+                                   "vocab": 1000, "seq_len": 512}))
+    model = spec.model.to_model_spec()
+    assert (model.kv_heads, model.ffn_hidden) == (4, 1024)
+
+
+def test_cluster_defaults_come_from_the_gpu() -> None:
+    _, cluster, _, _ = parse_spec(_spec()).to_cost_inputs()
+    gpu = cluster.gpu
+    assert cluster.scale_up_bandwidth_bytes_per_s == gpu.scale_up_bandwidth_bytes_per_s
+    assert cluster.price_usd_per_gpu_hour == gpu.price_usd_per_hour
+
+
+def test_cluster_overrides_with_units() -> None:
+    spec = parse_spec(_section("cluster", scale_out_bandwidth="400 Gbit/s", pricing="spot",
+                               expansion={"capacity": "512 GiB", "bandwidth": "64 GB/s"}))
+    _, cluster, _, _ = spec.to_cost_inputs()
+    assert cluster.scale_out_bandwidth_bytes_per_s == 50e9
+    assert cluster.expansion_capacity_bytes == 512 * 2**30
+    assert cluster.price_usd_per_gpu_hour == cluster.gpu.spot_price_usd_per_hour
+
+
+def test_custom_gpu_with_a_single_peak() -> None:
+    gpu = {"name": "my-gpu", "peak_flops": "500 TFLOP/s", "hbm_capacity": "96 GiB",
+           "hbm_bandwidth": "4 TB/s", "price_per_hour": 2.5}
+    _, cluster, _, _ = parse_spec(_section("cluster", gpu=gpu)).to_cost_inputs()
+    assert cluster.gpu.peak_for("bf16") == 500e12
+    assert cluster.gpu.hbm_capacity_bytes == 96 * 2**30
+
+
+def test_choices_parse_and_list_their_values() -> None:
+    plan = {"tp": [1, 2, 4, 8], "pp": {"min": 1, "max": 64, "powers_of_two": True},
+            "micro_batch": {"min": 1, "max": 7, "step": 2}, "dp": {"min": 1, "max": 4, "log": True},
+            "recompute": ["none", "selective", "full"], "sequence_parallel": [True, False]}
+    spec = parse_spec(_spec(plan=plan, cluster={"gpu": ["a100-80gb", "h100-80gb"], "nodes": 2}))
+    assert isinstance(spec.plan.tp, Choice) and spec.plan.tp.values() == (1, 2, 4, 8)
+    assert isinstance(spec.plan.pp, IntRange)
+    assert spec.plan.pp.values() == (1, 2, 4, 8, 16, 32, 64)
+    assert isinstance(spec.plan.micro_batch, IntRange)
+    assert spec.plan.micro_batch.values() == (1, 3, 5, 7)
+    assert isinstance(spec.plan.dp, IntRange) and spec.plan.dp.values() == (1, 2, 3, 4)
+    assert isinstance(spec.cluster.gpu, Choice)
+    assert not spec.is_fixed
+    assert spec.choice_fields()[:2] == ["plan.tp", "plan.pp"]
+
+
+def test_powers_of_two_range_inside_odd_bounds() -> None:
+    assert IntRange(min=3, max=100, powers_of_two=True).values() == (4, 8, 16, 32, 64)
+
+
+def test_a_spec_with_choices_cannot_be_evaluated() -> None:
+    spec = parse_spec(_section("plan", tp=[1, 2]), file="s.yaml")
+    with pytest.raises(SpecError) as caught:
+        spec.to_cost_inputs()
+    assert (caught.value.file, caught.value.field) == ("s.yaml", "plan.tp")
+
+
+def test_objective_constraints_search() -> None:
+    spec = parse_spec(_spec(objective=["time_to_train", "cost"],
+                            constraints={"max_cost": "2e6", "max_gpus": 1024},
+                            search={"sampler": "nsga2", "trials": 50, "seed": 0,
+                                    "timeout": "2 h"}))
+    assert spec.objective == ("time_to_train", "cost")
+    assert spec.constraints.max_cost == 2e6 and spec.search.timeout == 7200.0
+
+
+def test_sync_and_parameter_servers_are_stored() -> None:
+    spec = parse_spec(_section("plan", sync="parameter_server", parameter_servers=4))
+    assert (spec.plan.sync, spec.plan.parameter_servers) == ("parameter_server", 4)
+    spec.to_cost_inputs()
+
+
+BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
+    ("unknown field", _section("plan", foo=3), "plan.foo", "known fields"),
+    ("typo", _section("plan", tpp=2), "plan.tpp", "did you mean 'tp'"),
+    ("unknown top-level", _spec(sampler="tpe"), "sampler", "top level"),
+    ("bytes as bandwidth", _section("cluster", gpu={
+        "name": "x", "peak_flops": "900 TFLOP/s", "hbm_capacity": "80 GB/s",
+        "hbm_bandwidth": "3 TB/s"}), "cluster.gpu.hbm_capacity", "bandwidth"),
+    ("bandwidth as bytes", _section("cluster", scale_up_bandwidth="80 GiB"),
+     "cluster.scale_up_bandwidth", "size in bytes"),
+    ("tp and heads", _section("plan", tp=3, dp=1, pp=1), "plan", "does not divide heads"),
+    ("gpu not in catalog", _section("cluster", gpu="a100"), "cluster.gpu", "a100-80gb"),
+    ("model not in catalog", _spec(model="gpt5"), "model", "choose one of"),
+    ("base not in catalog", _spec(model={"base": "llama9"}), "model.base", "llama3-70b"),
+    ("negative nodes", _section("cluster", nodes=-8), "cluster.nodes", "greater than"),
+    ("zero hbm", _section("cluster", gpu={"name": "x", "peak_flops": 1e15, "hbm_capacity": 0,
+                                          "hbm_bandwidth": 1e12}),
+     "cluster.gpu.hbm_capacity", "greater than 0"),
+    ("too many gpus", _section("cluster", nodes=500_000), "cluster.nodes", "1,000,000"),
+    ("choice with a bad value", _section("plan", tp=[1, 0]), "plan.tp[1]", "greater than"),
+    ("range with a typo", _section("plan", pp={"min": 1, "max": 8, "stepp": 2}), "plan.pp.stepp",
+     "did you mean 'step'"),
+    ("range upside down", _section("plan", pp={"min": 8, "max": 1}), "plan.pp", "swap"),
+    ("bad precision", _section("training", precision="bf17"), "training.precision", "'bf16'"),
+    ("precision the gpu lacks", _section("cluster", gpu="v100-32gb"), "training.precision",
+     "no bf16 support"),
+    ("missing field", _spec(training={"tokens": 1e9}), "training.global_batch", "missing"),
+    ("bad recompute", _section("plan", recompute="some"), "plan.recompute", "'selective'"),
+    ("zero out of range", _section("plan", zero=4), "plan.zero", "less than or equal to 3"),
+    ("string count", _section("plan", tp="8"), "plan.tp", "valid integer"),
+    ("spot without price", _section("cluster", gpu="gb200", pricing="spot", gpus_per_node=4),
+     "cluster.pricing", "spot"),
+    ("twice the same objective", _spec(objective=["cost", "cost"]), "objective", "twice"),
+    ("layers model", _spec(model={"name": "r", "kind": "layers", "layers": 4, "hidden": 8,
+                                  "heads": 1, "vocab": 1, "seq_len": 1}), "model.kind", "kind"),
+]
+
+
+@pytest.mark.parametrize(("data", "field", "words"), [b[1:] for b in BAD_SPECS],
+                         ids=[b[0] for b in BAD_SPECS])
+def test_bad_specs_name_the_field(data: dict[str, Any], field: str, words: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data, file="bad.yaml").to_cost_inputs()
+    err = caught.value
+    assert (err.file, err.field) == ("bad.yaml", field), str(err)
+    assert words in err.message
+    assert str(err).startswith(f"bad.yaml: {field}: ") and "\n" not in str(err)
+
+
+def test_unknown_gpu_message_lists_the_catalog() -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_section("cluster", gpu="a100"), file="spec.yaml")
+    assert str(caught.value).startswith("spec.yaml: cluster.gpu: unknown GPU 'a100'")
+    assert "a100-40gb" in str(caught.value) and "h100-80gb" in str(caught.value)
+
+
+def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "model: gpt3-1.3b\ntraining: {global_batch: 8\ncluster: x\n")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.file == str(path) and caught.value.field.startswith("line 3")
+    assert "malformed YAML" in caught.value.message
+
+
+def test_python_yaml_tags_are_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    path = _write(tmp_path, f"model: !!python/object/apply:os.system ['touch {marker}']\n")
+    with pytest.raises(SpecError, match=r"python/object/apply:os\.system") as caught:
+        load_spec(path)
+    assert caught.value.field.startswith("line 1")
+    assert not marker.exists()
+
+
+def test_a_spec_must_be_a_mapping(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="YAML mapping"):
+        load_spec(_write(tmp_path, "- just\n- a list\n"))
+
+
+def test_missing_file_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_spec(tmp_path / "nothere.yaml")
+
+
+def test_specs_are_frozen() -> None:
+    spec = parse_spec(_spec())
+    with pytest.raises(ValueError, match="frozen"):
+        spec.name = "x"  # type: ignore[misc]

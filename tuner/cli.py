@@ -1,0 +1,86 @@
+"""`tuner`: the command line of shared/SPEC.md. Each command parses, calls the library and
+renders; errors become one line on stderr with exit code 2 (tracebacks only with --debug)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import click
+
+import cost
+from search_spaces import (
+    SpecError,
+    gpu_catalog,
+    gpu_info,
+    load_spec,
+    model_catalog,
+    model_info,
+    plan_result,
+)
+
+from . import render
+
+__all__ = ["main"]
+
+_USER_ERRORS = (SpecError, cost.CostModelError, FileNotFoundError)
+
+
+def _one_line(err: BaseException) -> str:
+    if isinstance(err, FileNotFoundError):
+        return f"{err.filename}: no such file; check the path"
+    return " ".join(str(err).split())
+
+
+class _Group(click.Group):
+    """Turns the library's user errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _USER_ERRORS as err:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"error: {_one_line(err)}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+def main(debug: bool) -> None:
+    """Find the fastest parallel strategy and the right cluster for training large models."""
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
+    """The cost model on fixed specs: step time, memory, breakdown."""
+    results = []
+    for path in specs:
+        spec = load_spec(path)
+        inputs = spec.to_cost_inputs()
+        results.append((spec, plan_result(*inputs, cost.evaluate(*inputs))))
+    if as_json:
+        payload = [r for _, r in results]
+        click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))
+        return
+    texts = [render.evaluation_text(s.name, r, tokens=s.training.tokens) for s, r in results]
+    click.echo("\n\n".join(texts))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+def catalog(as_json: bool) -> None:
+    """Built-in models and GPUs with their key figures."""
+    models, gpus = model_catalog(), gpu_catalog()
+    if as_json:
+        sources = {n: str(i.get("source", "")) for n, i in model_info().items()}
+        descriptions = {n: str(i.get("description", "")) for n, i in gpu_info().items()}
+        click.echo(render.to_json(render.catalog_json(
+            models, gpus, sources=sources, descriptions=descriptions)))
+        return
+    click.echo(render.catalog_text(models, gpus))

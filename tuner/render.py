@@ -1,0 +1,162 @@
+"""Text and JSON rendering of results for the command line; no formulas here."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from cost import GPUSpec, ModelSpec, parameter_count
+
+__all__ = ["catalog_json", "catalog_text", "evaluation_text", "to_json"]
+
+_GIB = 2.0**30
+
+
+def _finite(value: Any) -> Any:
+    """inf/NaN -> None, recursively (JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def to_json(value: Any) -> str:
+    """Strict JSON (no Infinity/NaN), indented."""
+    return json.dumps(_finite(value), indent=2, allow_nan=False)
+
+
+def _plan_line(plan: Mapping[str, Any]) -> str:
+    return (f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']} cp={plan['cp']} "
+            f"virtual_stages={plan['virtual_stages']} micro_batch={plan['micro_batch']} "
+            f"recompute={plan['recompute']} "
+            f"sequence_parallel={str(plan['sequence_parallel']).lower()} "
+            f"zero={plan['zero']} offload={plan['offload']}")
+
+
+def _time_rows(result: Mapping[str, Any]) -> list[str]:
+    parts, total = result["time_breakdown_s"], result["step_time_s"]
+    rows = []
+    for name, seconds in parts.items():
+        share = 100.0 * seconds / total if total > 0 else 0.0
+        mark = "  <- dominant" if name == result["dominant"] else ""
+        rows.append(f"    {name:<12} {seconds:10.3f} s  {share:5.1f} %{mark}")
+    return rows
+
+
+def _memory_rows(result: Mapping[str, Any]) -> list[str]:
+    memory = result["memory_per_gpu_bytes"]
+    rows = [f"    {name:<12} {value / _GIB:8.1f} GiB" for name, value in memory.items()
+            if name not in ("total", "expansion")]
+    usable = result["hbm_usable_bytes"]
+    rows.append(f"    {'total':<12} {memory['total'] / _GIB:8.1f} GiB of {usable / _GIB:.1f} GiB "
+                "usable HBM")
+    if memory.get("expansion", 0.0) > 0:
+        rows.append(f"    {'expansion':<12} {memory['expansion'] / _GIB:8.1f} GiB")
+    return rows
+
+
+def _headline_rows(result: Mapping[str, Any]) -> list[str]:
+    return [
+        f"  step time         {result['step_time_s']:.3f} s",
+        f"  tokens/s          {result['tokens_per_s']:,.0f}",
+        f"  MFU               {100.0 * result['mfu']:.1f} %",
+        f"  model TFLOP/s/GPU {result['model_flops_per_gpu'] / 1e12:.1f}",
+    ]
+
+
+def _price_rows(result: Mapping[str, Any], tokens: float) -> list[str]:
+    rows = [f"  cost per hour     ${result['cost_per_hour_usd']:,.2f}"]
+    if tokens > 0:
+        rows.append(f"  time to train     {result['time_to_train_days']:,.1f} days "
+                    f"({tokens:.3g} tokens)")
+        rows.append(f"  cost to train     ${result['cost_to_train_usd']:,.0f}")
+    return rows
+
+
+def evaluation_text(name: str, result: Mapping[str, Any], *, tokens: float) -> str:
+    """A readable report of one evaluated plan (`tuner evaluate`)."""
+    c = result["cluster"]
+    status = "feasible" if result["feasible"] else "NOT feasible"
+    lines = [
+        f"{name}",
+        f"  model             {result['model']}",
+        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} "
+        f"({c['gpus']} GPUs, {c['pricing']})",
+        f"  plan              {_plan_line(result['plan'])}",
+        *_headline_rows(result),
+        "  time per step",
+        *_time_rows(result),
+        "  memory per GPU",
+        *_memory_rows(result),
+        f"  {status}",
+        *[f"    - {v}" for v in result["violations"]],
+        *_price_rows(result, tokens),
+    ]
+    return "\n".join(lines)
+
+
+def _gpu_figures(gpu: GPUSpec) -> dict[str, Any]:
+    return {
+        "peak_flops_per_s": dict(gpu.peak_flops_per_s),
+        "hbm_capacity_bytes": gpu.hbm_capacity_bytes,
+        "hbm_bandwidth_bytes_per_s": gpu.hbm_bandwidth_bytes_per_s,
+        "gpus_per_node": gpu.gpus_per_node,
+        "scale_up_domain_gpus": gpu.scale_up_domain_gpus,
+        "scale_up_bandwidth_bytes_per_s": gpu.scale_up_bandwidth_bytes_per_s,
+        "scale_out_bandwidth_bytes_per_s": gpu.scale_out_bandwidth_bytes_per_s,
+        "price_usd_per_hour": gpu.price_usd_per_hour,
+        "spot_price_usd_per_hour": gpu.spot_price_usd_per_hour,
+    }
+
+
+def _model_figures(model: ModelSpec, source: str) -> dict[str, Any]:
+    return {
+        "parameters": parameter_count(model), "layers": model.layers, "hidden": model.hidden,
+        "heads": model.heads, "kv_heads": model.kv_heads, "ffn_hidden": model.ffn_hidden,
+        "vocab": model.vocab, "seq_len": model.seq_len, "gated_mlp": model.gated_mlp,
+        "tied_embeddings": model.tied_embeddings, "source": source,
+    }
+
+
+def catalog_json(
+    models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec],
+    *, sources: Mapping[str, str], descriptions: Mapping[str, str],
+) -> dict[str, Any]:
+    """{"models": {name: figures}, "gpus": {name: figures}} in SI units."""
+    return {
+        "models": {n: _model_figures(m, sources.get(n, "")) for n, m in models.items()},
+        "gpus": {n: {"description": descriptions.get(n, ""), **_gpu_figures(g)}
+                 for n, g in gpus.items()},
+    }
+
+
+def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -> str:
+    """Two tables: the models and the GPUs with their key figures."""
+    lines = ["MODELS", f"  {'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} "
+             f"{'kv':>4} {'ffn':>6} {'vocab':>7} {'seq':>5}"]
+    for name, m in models.items():
+        lines.append(f"  {name:<15} {parameter_count(m) / 1e9:7.1f}B {m.layers:>6} "
+                     f"{m.hidden:>6} {m.heads:>5} {m.kv_heads:>4} {m.ffn_hidden:>6} "
+                     f"{m.vocab:>7} {m.seq_len:>5}")
+    lines += ["", "GPUS", f"  {'name':<10} {'bf16 TF/s':>9} {'fp16 TF/s':>9} {'HBM GiB':>8} "
+              f"{'HBM TB/s':>8} {'up GB/s':>8} {'out GB/s':>8} {'$/h':>6} {'spot $/h':>8}"]
+    for name, g in gpus.items():
+        lines.append(
+            f"  {name:<10} {_or_dash(g.peak_for('bf16') / 1e12, 9, 1)} "
+            f"{_or_dash(g.peak_for('fp16') / 1e12, 9, 1)} "
+            f"{g.hbm_capacity_bytes / _GIB:8.1f} {g.hbm_bandwidth_bytes_per_s / 1e12:8.2f} "
+            f"{g.scale_up_bandwidth_bytes_per_s / 1e9:8.1f} "
+            f"{g.scale_out_bandwidth_bytes_per_s / 1e9:8.1f} {g.price_usd_per_hour:6.2f} "
+            f"{_or_dash(g.spot_price_usd_per_hour or 0.0, 8, 2)}")
+    return "\n".join(lines)
+
+
+def _or_dash(value: float, width: int, digits: int) -> str:
+    return f"{value:{width}.{digits}f}" if value > 0 else f"{'-':>{width}}"
+
+
