@@ -12,9 +12,9 @@ from typing import Any
 
 __all__ = ["DEFAULT_EFFICIENCY", "FALLBACK_GEMM_FRACTION", "Efficiency"]
 
-FALLBACK_GEMM_FRACTION = 0.6
-"""GEMM fraction of a GPU with no calibrated value: below the fitted A100, H100 and V100 values
-of the catalog, as a new part's software stack is rarely tuned as well."""
+FALLBACK_GEMM_FRACTION = 0.57
+"""GEMM fraction of a GPU with no calibrated value: the mean of the catalog's fitted V100, A100
+and H100 values."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,7 +24,7 @@ class Efficiency:
     gemm_fraction: float | None = None
     """Fraction of dense peak FLOP/s a large GEMM sustains in training; None: the GPU's own
     (GPUSpec.gemm_fraction, from the catalog), else FALLBACK_GEMM_FRACTION."""
-    gemm_half_dim: float = 128.0
+    gemm_half_dim: float = 256.0
     """A GEMM dimension d runs at d / (d + gemm_half_dim) of the large-GEMM rate (tiles, waves)."""
     attention_fraction: float = 0.55
     """Fraction of dense peak the attention core (QK^T, softmax-weighted V) sustains."""
