@@ -18,7 +18,7 @@ from .inputs import (
     Plan,
     TrainingSpec,
 )
-from .validity import plan_violations
+from .validity import plan_violations, structurally_valid
 
 COST_MODEL_VERSION = "1"
 
@@ -44,4 +44,5 @@ __all__ = [
     "model_flops_per_token",
     "parameter_count",
     "plan_violations",
+    "structurally_valid",
 ]

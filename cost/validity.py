@@ -11,7 +11,7 @@ import numpy as np
 from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec, Value
 from .resolved import Resolved, resolve
 
-__all__ = ["plan_violations", "valid_mask", "violation_masks"]
+__all__ = ["plan_violations", "structurally_valid", "valid_mask", "violation_masks"]
 
 
 def _divides(d: Value, n: Value) -> Array:
@@ -49,6 +49,13 @@ def valid_mask(
     """True where a plan breaks no structural rule."""
     masks = violation_masks(model, cluster, training, r)
     return ~np.logical_or.reduce(list(masks.values()))
+
+
+def structurally_valid(
+    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
+) -> Array:
+    """True where a plan (any field an array) breaks no structural rule."""
+    return valid_mask(model, cluster, training, resolve(model, cluster, training, plan))
 
 
 def plan_violations(

@@ -11,12 +11,16 @@ from .errors import SpecError
 from .plan import PLAN_FIELDS, PlanSection
 from .results import cluster_as_dict, plan_as_dict, plan_result, violations
 from .sections import OBJECTIVES, Constraints, ModelSection, SearchSection, TrainingSection
+from .space import CLUSTER_KNOBS, INNER_KNOBS, OUTER_PLAN_KNOBS, Space, encode_plan_values
 from .spec import CostInputs, StudySpec, load_spec, parse_spec
 from .units import KINDS, parse_quantity
 
 __all__ = [
+    "CLUSTER_KNOBS",
+    "INNER_KNOBS",
     "KINDS",
     "OBJECTIVES",
+    "OUTER_PLAN_KNOBS",
     "PLAN_FIELDS",
     "Choice",
     "ClusterSection",
@@ -28,10 +32,12 @@ __all__ = [
     "ModelSection",
     "PlanSection",
     "SearchSection",
+    "Space",
     "SpecError",
     "StudySpec",
     "TrainingSection",
     "cluster_as_dict",
+    "encode_plan_values",
     "gpu_catalog",
     "gpu_info",
     "is_choice",

@@ -1,6 +1,44 @@
-"""Studies: Optuna storages, the objective built on a search space, resuming and exporting.
+"""Studies: Optuna storages, our metadata on a stored study, trial results, and reading
+studies back (lists, best plans, exports).
 
-A placeholder for the next issue; it may import `cost` and `search_spaces`, never `tuner`.
+May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlchemy; never
+`tuner` or click (shared/STYLE.md, sec. 1). Persists through Optuna's storage only (sec. 13).
 """
 
-__all__: list[str] = []
+from .errors import StudyError
+from .listing import best_results, export_trials, list_studies, trials_table
+from .metadata import (
+    SCHEMA_VERSION,
+    create_or_continue,
+    load_study,
+    set_target_trials,
+    spec_digest,
+    stored_spec,
+    target_trials,
+)
+from .records import RESULT_ATTR, is_feasible, record_result, result_of
+from .storage import DEFAULT_STORAGE_URL, ENV_VAR, open_storage, redact_url, storage_url
+
+__all__ = [
+    "DEFAULT_STORAGE_URL",
+    "ENV_VAR",
+    "RESULT_ATTR",
+    "SCHEMA_VERSION",
+    "StudyError",
+    "best_results",
+    "create_or_continue",
+    "export_trials",
+    "is_feasible",
+    "list_studies",
+    "load_study",
+    "open_storage",
+    "record_result",
+    "redact_url",
+    "result_of",
+    "set_target_trials",
+    "spec_digest",
+    "storage_url",
+    "stored_spec",
+    "target_trials",
+    "trials_table",
+]

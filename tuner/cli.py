@@ -19,12 +19,14 @@ from search_spaces import (
     model_info,
     plan_result,
 )
+from studies import StudyError
 
-from . import render
+from . import commands_search, render
+from .commands_studies import best, export, studies
 
 __all__ = ["main"]
 
-_USER_ERRORS = (SpecError, cost.CostModelError, FileNotFoundError)
+_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, FileNotFoundError)
 
 
 def _one_line(err: BaseException) -> str:
@@ -84,3 +86,10 @@ def catalog(as_json: bool) -> None:
             models, gpus, sources=sources, descriptions=descriptions)))
         return
     click.echo(render.catalog_text(models, gpus))
+
+
+main.add_command(studies)
+main.add_command(best)
+main.add_command(export)
+main.add_command(commands_search.search)
+main.add_command(commands_search.resume)

@@ -1,0 +1,202 @@
+"""The search space of a study spec: every knob's candidate values, and the valid plans.
+
+Knows nothing of the optimizer (shared/STYLE.md, sec. 10): it lists choices, derives the values
+the model allows (tp divides the heads, pp the layers, ...), and enumerates the structurally
+valid plans of a cluster as arrays, so that one cost-model call evaluates them all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cost import OFFLOAD, RECOMPUTE, ClusterSpec, ModelSpec, Plan, TrainingSpec, structurally_valid
+
+from .catalog import gpu_catalog
+from .choices import Choice, IntRange
+from .cluster import ClusterSection, Expansion
+from .errors import SpecError
+from .plan import PLAN_FIELDS
+from .spec import StudySpec
+
+__all__ = [
+    "CLUSTER_KNOBS",
+    "INNER_KNOBS",
+    "OUTER_PLAN_KNOBS",
+    "Space",
+    "encode_plan_values",
+]
+
+CLUSTER_KNOBS = ("gpu", "nodes", "gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth",
+                 "expansion.capacity", "expansion.bandwidth", "pricing",
+                 "revocations_per_node_hour")
+"""Cluster fields that may be choices; a new cluster for each combination of them."""
+OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp")
+"""Plan knobs that shape the layout of ranks: what a search trial chooses."""
+INNER_KNOBS = ("virtual_stages", "micro_batch", "recompute", "sequence_parallel", "zero",
+               "offload")
+"""Plan knobs cheap to sweep: every combination is evaluated in one vectorised call."""
+
+_MAX_CHUNK = 1 << 20
+
+
+def _values(value: Any) -> tuple[Any, ...]:
+    if isinstance(value, (Choice, IntRange)):
+        return tuple(value.values())
+    return (value,)
+
+
+def _gpu_counts(section: ClusterSection) -> set[int]:
+    """Every GPU count the cluster choices allow (nodes x GPUs per node)."""
+    nodes = _values(section.nodes)
+    if section.gpus_per_node is not None:
+        per_node = _values(section.gpus_per_node)
+    else:
+        per_node = tuple({gpu_catalog()[g].gpus_per_node if isinstance(g, str) else 8
+                          for g in _values(section.gpu)})
+    return {n * g for n in nodes for g in per_node}
+
+
+def _plan_choices(spec: StudySpec, model: ModelSpec, training: TrainingSpec
+                  ) -> dict[str, tuple[Any, ...]]:
+    """Each plan knob's values, less those ruled out whatever the other knobs are: tp must
+    divide the heads, pp the layers, cp the sequence, and each some GPU count of the space."""
+    counts = _gpu_counts(spec.cluster)
+
+    def fills(v: int) -> bool:
+        return any(g % v == 0 for g in counts)
+
+    rules = {
+        "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
+        "pp": lambda v: model.layers % v == 0 and fills(v),
+        "cp": lambda v: model.seq_len % v == 0 and fills(v),
+        "virtual_stages": lambda v: model.layers % v == 0,
+        "micro_batch": lambda v: training.global_batch % v == 0,
+        "dp": lambda v: v is None or training.global_batch % v == 0,
+    }
+    out: dict[str, tuple[Any, ...]] = {}
+    for name in PLAN_FIELDS:
+        given = _values(getattr(spec.plan, name))
+        kept = tuple(v for v in given if rules.get(name, lambda _: True)(v))
+        if not kept:
+            raise SpecError(f"no value of {given} fits the model ({model.name}: "
+                            f"heads={model.heads}, layers={model.layers}, "
+                            f"seq_len={model.seq_len}, global_batch={training.global_batch}); "
+                            "choose values that divide them", field=f"plan.{name}")
+        out[name] = kept
+    return out
+
+
+def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, tuple[Any, ...]] = {}
+    for name in CLUSTER_KNOBS:
+        if name.startswith("expansion."):
+            exp = section.expansion
+            out[name] = _values(getattr(exp, name.split(".")[1])) if exp else (None,)
+        else:
+            out[name] = _values(getattr(section, name))
+    return out
+
+
+def encode_plan_values(name: str, values: Any) -> np.ndarray:
+    """A plan knob's user values as the cost model's numbers (codes for the strings)."""
+    if name == "recompute":
+        return np.array([RECOMPUTE.index(v) for v in np.ravel(values)], dtype=np.float64)
+    if name == "offload":
+        return np.array([OFFLOAD.index(v) for v in np.ravel(values)], dtype=np.float64)
+    if name == "dp":
+        return np.array([0 if v is None else v for v in np.ravel(values)], dtype=np.float64)
+    return np.asarray(np.ravel(values), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Space:
+    """A spec's knobs and their candidate values, plan and cluster alike."""
+
+    spec: StudySpec
+    model: ModelSpec
+    training: TrainingSpec
+    choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
+
+    @classmethod
+    def from_spec(cls, spec: StudySpec) -> Space:
+        try:
+            model = spec.model.to_model_spec()
+            training = spec.training.to_training_spec()
+            choices = {**_plan_choices(spec, model, training), **{
+                f"cluster.{k}": v for k, v in _cluster_choices(spec.cluster).items()}}
+        except SpecError as err:
+            raise err.with_file(spec.file) from err
+        return cls(spec=spec, model=model, training=training, choices=choices)
+
+    @property
+    def searched(self) -> list[str]:
+        """Knobs with more than one value, in a stable order (cluster first)."""
+        names = [f"cluster.{k}" for k in CLUSTER_KNOBS] + list(PLAN_FIELDS)
+        return [n for n in names if len(self.choices[n]) > 1]
+
+    def cluster_combinations(self) -> Iterator[dict[str, Any]]:
+        """Every combination of the cluster knobs, as {"gpu": ..., "nodes": ..., ...}."""
+        names = list(CLUSTER_KNOBS)
+        for combo in itertools.product(*(self.choices[f"cluster.{n}"] for n in names)):
+            yield dict(zip(names, combo, strict=True))
+
+    def cluster(self, values: Mapping[str, Any]) -> ClusterSpec:
+        """The cost model's cluster for one combination of the cluster knobs."""
+        section = self.spec.cluster
+        plain = {k: v for k, v in values.items() if not k.startswith("expansion.")}
+        update: dict[str, Any] = dict(plain)
+        if section.expansion is not None:
+            exp = {k.split(".")[1]: v for k, v in values.items() if k.startswith("expansion.")}
+            update["expansion"] = Expansion.model_copy(section.expansion, update=exp)
+        try:
+            fixed = section.model_copy(update=update)
+            return fixed.to_cluster_spec(self.training.precision)
+        except SpecError as err:
+            raise err.with_file(self.spec.file) from err
+
+    def plans(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None
+              ) -> Iterator[Plan]:
+        """The structurally valid plans on `cluster`, in chunks of arrays; knobs in `fixed`
+        take that one value (user vocabulary: "selective", True, ...)."""
+        fixed = dict(fixed or {})
+        axes = [(n, encode_plan_values(n, [fixed[n]] if n in fixed else self.choices[n]))
+                for n in PLAN_FIELDS]
+        for chunk in _product_chunks(axes):
+            plan = Plan(**chunk)
+            ok = structurally_valid(self.model, cluster, self.training, plan)
+            ok &= (chunk["sequence_parallel"] == 0) | (chunk["tp"] > 1)  # no-op duplicates
+            if np.any(ok):
+                yield Plan(**{k: v[ok] for k, v in chunk.items()})
+
+    def count(self) -> int:
+        """Structurally valid plans over every cluster combination."""
+        total = 0
+        for values in self.cluster_combinations():
+            try:
+                cluster = self.cluster(values)
+            except SpecError:
+                continue
+            total += sum(int(np.size(p.tp)) for p in self.plans(cluster))
+        return total
+
+
+def _product_chunks(axes: list[tuple[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
+    """The cartesian product of the axes as flat arrays, at most _MAX_CHUNK rows at a time
+    (the leading axes are iterated, the trailing ones vectorised)."""
+    sizes = [len(v) for _, v in axes]
+    split = 0
+    while math.prod(sizes[split:]) > _MAX_CHUNK and split < len(axes) - 1:
+        split += 1
+    head, tail = axes[:split], axes[split:]
+    grids = np.meshgrid(*(v for _, v in tail), indexing="ij")
+    flat_tail = {n: g.ravel() for (n, _), g in zip(tail, grids, strict=True)}
+    rows = flat_tail[tail[0][0]].size
+    for combo in itertools.product(*(v for _, v in head)):
+        chunk = {n: np.full(rows, x) for (n, _), x in zip(head, combo, strict=True)}
+        yield {**chunk, **flat_tail}

@@ -1,0 +1,158 @@
+"""Reading studies back: the list of studies in a storage, the best plan(s) of one, and its
+trials as flat rows, CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any, Literal
+
+import optuna
+from optuna.study import StudyDirection
+from optuna.trial import FrozenTrial, TrialState
+
+from .errors import StudyError
+from .metadata import load_study, target_trials
+from .records import is_feasible, result_of
+
+__all__ = ["best_results", "export_trials", "list_studies", "trials_table"]
+
+_STATES = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED,
+           "fail": TrialState.FAIL, "running": TrialState.RUNNING}
+
+
+def _direction_names(study: optuna.Study) -> list[str]:
+    return [d.name.lower() for d in study.directions]
+
+
+def _best_values(study: optuna.Study, trials: list[FrozenTrial]) -> list[float] | None:
+    """The best feasible value of each objective, each on its own (None: nothing feasible)."""
+    feasible = [t for t in trials if is_feasible(t) and t.values is not None]
+    if not feasible:
+        return None
+    best = []
+    for i, direction in enumerate(study.directions):
+        pick = max if direction == StudyDirection.MAXIMIZE else min
+        best.append(pick(t.values[i] for t in feasible))
+    return best
+
+
+def _summary(study: optuna.Study) -> dict[str, Any]:
+    trials = study.get_trials(deepcopy=False)
+    attrs = study.user_attrs
+    return {
+        "name": study.study_name,
+        "directions": _direction_names(study),
+        "objectives": list(attrs.get("objectives", [])),
+        "target_trials": target_trials(study),
+        "trials": len(trials),
+        **{name: sum(t.state == state for t in trials) for name, state in _STATES.items()},
+        "best_values": _best_values(study, trials),
+        "cost_model_version": attrs.get("cost_model_version"),
+    }
+
+
+def list_studies(storage: optuna.storages.BaseStorage) -> list[dict[str, Any]]:
+    """One summary per study, by name: directions, objectives, trial target, counts by state
+    (complete, pruned, fail, running), best feasible value(s), cost-model version."""
+    names = sorted(optuna.study.get_all_study_names(storage))
+    return [_summary(load_study(storage, name)) for name in names]
+
+
+def _plan_key(trial: FrozenTrial) -> str:
+    result = result_of(trial) or {}
+    plan = {"plan": result.get("plan"), "cluster": result.get("cluster")}
+    return json.dumps(plan, sort_keys=True) if result else f"trial:{trial.number}"
+
+
+def _with_trial(trial: FrozenTrial) -> dict[str, Any]:
+    value: float | list[float] | None = trial.value if len(trial.values or []) == 1 \
+        else trial.values
+    return {**(result_of(trial) or {}), "trial": trial.number, "value": value}
+
+
+def _distinct(trials: list[FrozenTrial], top: int | None) -> list[FrozenTrial]:
+    seen: set[str] = set()
+    kept: list[FrozenTrial] = []
+    for trial in trials:
+        key = _plan_key(trial)
+        if key not in seen:
+            seen.add(key)
+            kept.append(trial)
+        if top is not None and len(kept) >= top:
+            break
+    return kept
+
+
+def best_results(study: optuna.Study, *, top: int = 1) -> list[dict[str, Any]]:
+    """The best feasible plans, each its PLAN_RESULT plus "trial" (number) and "value".
+
+    One objective: the `top` best distinct plans in the study's direction. Two objectives:
+    the Pareto front of feasible trials, distinct plans, by the first objective. [] when
+    nothing is feasible."""
+    if len(study.directions) == 1:
+        feasible = [t for t in study.get_trials(deepcopy=False) if is_feasible(t)]
+        sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
+        ranked = sorted(feasible, key=lambda t: (sign * float(t.values[0]), t.number))
+        return [_with_trial(t) for t in _distinct(ranked, max(top, 0))]
+    front = [t for t in study.best_trials if is_feasible(t)]
+    front.sort(key=lambda t: (*t.values, t.number))
+    return [_with_trial(t) for t in _distinct(front, None)]
+
+
+def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            _flatten(value, f"{name}.", row)
+        elif isinstance(value, list):
+            row[name] = "; ".join(str(v) for v in value)
+        else:
+            row[name] = value
+
+
+def _trial_row(trial: FrozenTrial) -> dict[str, Any]:
+    """One flat row: number, state, value(s), params, duration (s), result, constraints."""
+    row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
+    values = trial.values or []
+    if len(values) <= 1:
+        row["value"] = values[0] if values else None
+    else:
+        row.update({f"values_{i}": v for i, v in enumerate(values)})
+    row.update({f"params.{k}": v for k, v in trial.params.items()})
+    duration = trial.duration
+    row["duration_s"] = duration.total_seconds() if duration is not None else None
+    _flatten(result_of(trial) or {}, "", row)
+    row.update({f"constraint.{k}": v for k, v in trial.constraints.items()})
+    return row
+
+
+def trials_table(study: optuna.Study) -> list[dict[str, Any]]:
+    """One flat row per trial, by number: `plan.tp`, `cluster.gpu`, `memory_per_gpu_bytes.total`,
+    `time_breakdown_s.<term>`, `constraint.<key>`, ... (SI units, as in PLAN_RESULT)."""
+    return [_trial_row(t) for t in study.get_trials(deepcopy=False)]
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def export_trials(study: optuna.Study, fmt: Literal["csv", "json"]) -> str:
+    """The trials table as CSV (header: the union of the rows' keys in first-seen order) or as
+    a JSON list of row objects."""
+    rows = trials_table(study)
+    if fmt == "json":
+        safe = [{k: _json_safe(v) for k, v in row.items()} for row in rows]
+        return json.dumps(safe, indent=2)
+    if fmt != "csv":
+        raise StudyError(f"export format {fmt!r} is unknown; use 'csv' or 'json'")
+    header = list(dict.fromkeys(key for row in rows for key in row))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()

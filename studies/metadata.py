@@ -1,0 +1,192 @@
+"""Our metadata on a stored study, kept in its user attributes (no tables of our own): the spec
+as given, its canonical JSON and digest, the schema and cost-model versions, the trial target.
+
+Creating a study of an existing name continues it when the problem is the same (same digest)
+and refuses, naming the sections that differ, when it is not."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import optuna
+import yaml
+
+import cost
+from search_spaces import SpecError, StudySpec, parse_spec
+
+from .errors import StudyError
+from .storage import redact_url
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "create_or_continue",
+    "load_study",
+    "set_target_trials",
+    "spec_digest",
+    "stored_spec",
+    "target_trials",
+]
+
+SCHEMA_VERSION = 1
+_NOT_THE_PROBLEM = {"name", "search"}
+"""Sections that do not change the problem: more trials, another sampler or seed continue."""
+_SHOWN_DIFFERENCES = 3
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True)
+
+
+def _problem(spec_json: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec_json.items() if k not in _NOT_THE_PROBLEM}
+
+
+def spec_digest(spec: StudySpec) -> str:
+    """sha256 (hex) of the canonical JSON of the spec without `name` and `search`: model,
+    training, cluster, plan space, objective, constraints and calibration."""
+    problem = spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM)
+    return hashlib.sha256(_canonical(problem).encode("utf-8")).hexdigest()
+
+
+def _storage_name(storage: optuna.storages.BaseStorage) -> str:
+    url = getattr(storage, "url", None)
+    return redact_url(url) if isinstance(url, str) else type(storage).__name__
+
+
+def _as_written(value: Any) -> Any:
+    """A list choice as the user writes it: [1, 2], not {"options": [1, 2]}."""
+    if isinstance(value, dict) and set(value) == {"options"}:
+        return value["options"]
+    return value
+
+
+def _differences(stored: Any, now: Any, path: str = "") -> list[str]:
+    """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs."""
+    stored, now = _as_written(stored), _as_written(now)
+    if isinstance(stored, dict) and isinstance(now, dict):
+        found: list[str] = []
+        for key in sorted(set(stored) | set(now)):
+            where = f"{path}.{key}" if path else str(key)
+            found += _differences(stored.get(key), now.get(key), where)
+        return found
+    if stored == now:
+        return []
+    return [f"{path} differs: stored {json.dumps(stored)}, now {json.dumps(now)}"]
+
+
+def _mismatch(
+    storage: optuna.storages.BaseStorage, study: optuna.Study, spec: StudySpec,
+) -> StudyError:
+    stored = json.loads(study.user_attrs.get("spec_json", "{}"))
+    found = _differences(_problem(stored), spec.model_dump(mode="json",
+                                                           exclude=_NOT_THE_PROBLEM))
+    shown = "; ".join(found[:_SHOWN_DIFFERENCES]) or "the stored spec differs"
+    if len(found) > _SHOWN_DIFFERENCES:
+        shown += f" (and {len(found) - _SHOWN_DIFFERENCES} more)"
+    return StudyError(
+        f"study '{study.study_name}' in {_storage_name(storage)} holds another problem: "
+        f"{shown}; give the spec another `name:` to start a new study, or run "
+        f"`tuner resume {study.study_name}` to continue with the stored spec")
+
+
+def _initial_attrs(spec: StudySpec, spec_text: str, target: int) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "spec_text": spec_text,
+        "spec_json": _canonical(spec.model_dump(mode="json")),
+        "spec_digest": spec_digest(spec),
+        "cost_model_version": cost.COST_MODEL_VERSION,
+        "target_trials": int(target),
+        "objectives": list(spec.objective),
+        "spec_file": spec.file,
+    }
+
+
+def _directions(names: list[str]) -> list[optuna.study.StudyDirection]:
+    try:
+        return [optuna.study.StudyDirection[name.upper()] for name in names]
+    except KeyError as err:
+        raise StudyError(f"direction {err.args[0].lower()!r} is unknown; "
+                         "use 'minimize' or 'maximize'") from err
+
+
+def create_or_continue(
+    storage: optuna.storages.BaseStorage,
+    spec: StudySpec,
+    spec_text: str,
+    *,
+    directions: list[str],
+    sampler: optuna.samplers.BaseSampler | None = None,
+    target_trials: int,
+) -> optuna.Study:
+    """The study named `spec.name`: created with our metadata, or continued when it holds the
+    same problem (its trial target becomes `target_trials`, the new total). Raises StudyError
+    naming what differs when the stored problem is another one."""
+    try:
+        study = optuna.create_study(study_name=spec.name, storage=storage,
+                                    directions=_directions(directions),
+                                    sampler=sampler)
+    except optuna.exceptions.DuplicatedStudyError:
+        study = load_study(storage, spec.name, sampler=sampler)
+        if study.user_attrs.get("spec_digest") != spec_digest(spec):
+            raise _mismatch(storage, study, spec) from None
+        set_target_trials(study, target_trials)
+        return study
+    for key, value in _initial_attrs(spec, spec_text, target_trials).items():
+        study.set_user_attr(key, value)
+    return study
+
+
+def load_study(
+    storage: optuna.storages.BaseStorage,
+    name: str,
+    *,
+    sampler: optuna.samplers.BaseSampler | None = None,
+) -> optuna.Study:
+    """The stored study `name`; StudyError when there is none or a newer tuner made it."""
+    try:
+        storage.get_study_id_from_name(name)
+    except KeyError:
+        raise StudyError(f"no study named '{name}' in {_storage_name(storage)}; "
+                         "`tuner studies` lists the studies there") from None
+    study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
+    version = study.user_attrs.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise StudyError(f"study '{name}' was written with metadata schema {version}, newer "
+                         f"than this tuner's {SCHEMA_VERSION}; upgrade cluster-tuner")
+    return study
+
+
+def stored_spec(study: optuna.Study) -> StudySpec:
+    """The spec the study was made from, parsed again from the stored YAML text."""
+    text = study.user_attrs.get("spec_text")
+    if not isinstance(text, str):
+        raise StudyError(f"study '{study.study_name}' holds no spec (it was not made by "
+                         "`tuner search`); run `tuner search SPEC` with a new study name")
+    file = study.user_attrs.get("spec_file") or study.study_name
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise StudyError(f"study '{study.study_name}': its stored spec is not valid YAML; "
+                         "start a new study with `tuner search SPEC`") from err
+    if isinstance(data, dict):
+        data = {**data, "name": study.study_name}  # the study's name, whatever the text says
+    try:
+        return parse_spec(data, file=file, name=study.study_name)
+    except SpecError as err:
+        raise StudyError(f"study '{study.study_name}': its stored spec no longer parses "
+                         f"({err}); start a new study with `tuner search SPEC`") from err
+
+
+def target_trials(study: optuna.Study) -> int:
+    """The total number of trials the study is asked to reach (0 when none is stored)."""
+    return int(study.user_attrs.get("target_trials", 0))
+
+
+def set_target_trials(study: optuna.Study, n: int) -> None:
+    """Store `n` as the study's trial target (the total, not the remainder)."""
+    if n < 0:
+        raise StudyError(f"a trial target of {n} is negative; give a count of 0 or more")
+    study.set_user_attr("target_trials", int(n))

@@ -1,0 +1,101 @@
+"""Storage URLs: default, environment, redaction; opening SQLite files under tmp_path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optuna
+import pytest
+import sqlalchemy.exc
+
+from studies import DEFAULT_STORAGE_URL, StudyError, open_storage, redact_url, storage_url
+
+SECRET_URL = "postgresql+psycopg://user:secret@db.example:5432/studies"
+
+
+def test_default_url_is_sqlite_under_studies(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TUNER_STORAGE", raising=False)
+    assert storage_url(None) == DEFAULT_STORAGE_URL == "sqlite:///studies/studies.db"
+
+
+def test_environment_overrides_default_and_cli_overrides_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TUNER_STORAGE", "sqlite:///env.db")
+    assert storage_url(None) == "sqlite:///env.db"
+    assert storage_url("sqlite:///cli.db") == "sqlite:///cli.db"
+
+
+@pytest.mark.parametrize("url", [SECRET_URL, "mysql://root:secret@localhost/optuna",
+                                 "not a url://user:secret@host/db"])
+def test_redaction_hides_the_password(url: str) -> None:
+    shown = redact_url(url)
+    assert "secret" not in shown and "***" in shown
+
+
+def test_redaction_keeps_a_url_without_password() -> None:
+    assert redact_url("sqlite:///studies/studies.db") == "sqlite:///studies/studies.db"
+
+
+def test_parent_directory_is_created(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "studies.db"
+    storage = open_storage(f"sqlite:///{path}", heartbeat_interval_s=None)
+    optuna.create_study(study_name="s", storage=storage)
+    assert path.is_file()
+
+
+def test_heartbeat_retries_stale_trials(tmp_path: Path) -> None:
+    storage = open_storage(f"sqlite:///{tmp_path / 'h.db'}", heartbeat_interval_s=5,
+                           max_retry=2)
+    assert storage.heartbeat_interval == 5
+    callback = storage.heartbeat_stale_trial_callback
+    assert isinstance(callback, optuna.storages.RetryHeartbeatStaleTrialCallback)
+
+
+def test_a_directory_that_cannot_be_created_is_a_study_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(StudyError, match="cannot create directory"):
+        open_storage(f"sqlite:///{blocker / 'sub' / 'studies.db'}")
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
+                    reason="root writes anywhere")
+def test_an_unwritable_directory_is_a_study_error(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(StudyError, match="not writable"):
+        open_storage(f"sqlite:///{locked / 'studies.db'}")
+
+
+def test_read_only_open_does_not_create_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "none" / "studies.db"
+    with pytest.raises(StudyError, match="no file"):
+        open_storage(f"sqlite:///{path}", create=False)
+    assert not path.parent.exists()
+
+
+def test_a_server_that_does_not_answer_names_the_redacted_url(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(url: str, **kwargs: object) -> None:
+        raise sqlalchemy.exc.OperationalError(f"connect {url}", None,
+                                              ConnectionRefusedError("refused"))
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", refuse)
+    with pytest.raises(StudyError, match="does not answer") as caught:
+        open_storage(SECRET_URL, heartbeat_interval_s=None)
+    message = str(caught.value)
+    assert "secret" not in message and "db.example" in message
+    assert len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("url", ["postgresql+psycopg://user:secret@127.0.0.1:9/studies",
+                                 "nosuchdb://user:secret@host/db"])
+def test_an_unusable_server_url_is_a_one_line_study_error(url: str) -> None:
+    with pytest.raises(StudyError) as caught:
+        open_storage(url, heartbeat_interval_s=None)
+    message = str(caught.value)
+    assert "secret" not in message and "***" in message
+    assert len(message.splitlines()) == 1

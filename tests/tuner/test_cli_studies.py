@@ -1,0 +1,114 @@
+"""`tuner studies`, `tuner best` and `tuner export` through CliRunner on a study in tmp_path."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.studies.builders import add_trial, gpt3_result, new_study, storage_in
+from tuner.cli import main
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A storage with study 'gpt3' (throughput, 3 trials) and 'pareto' (time and cost)."""
+    tmp_path = tmp_path_factory.mktemp("cli")
+    base, mb2 = gpt3_result(), gpt3_result(micro_batch=2)
+    study = new_study(storage_in(tmp_path))
+    add_trial(study, [base["tokens_per_s"]], base)
+    add_trial(study, [mb2["tokens_per_s"]], mb2, params={"micro_batch": 2})
+    add_trial(study, [1e9], base, memory=1.0)
+    pareto = new_study(storage_in(tmp_path), name="pareto",
+                       directions=("minimize", "minimize"))
+    add_trial(pareto, [10.0, 300.0], base)
+    add_trial(pareto, [20.0, 100.0], mb2)
+    return f"sqlite:///{tmp_path / 'studies.db'}"
+
+
+def test_studies_lists_both(storage: str) -> None:
+    code, out, _ = _run("studies", "--storage", storage)
+    assert code == 0 and "gpt3" in out and "pareto" in out and "3/10" in out
+
+
+def test_studies_json(storage: str) -> None:
+    code, out, _ = _run("studies", "--storage", storage, "--json")
+    listed = {s["name"]: s for s in json.loads(out)}
+    assert code == 0 and listed["gpt3"]["complete"] == 3
+    assert listed["pareto"]["directions"] == ["minimize", "minimize"]
+
+
+def test_storage_comes_from_the_environment(storage: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNER_STORAGE", storage)
+    code, out, _ = _run("studies", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+
+
+def test_best_table(storage: str) -> None:
+    code, out, _ = _run("best", "gpt3", "--storage", storage, "--top", "2")
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert "step s" in lines[1] and "MFU %" in lines[1] and "$ to train" in lines[1]
+    assert "mb=2" in lines[2] and "8x8 a100-80gb" in lines[2] and "mb=1" in lines[3]
+
+
+def test_best_json_is_plan_results(storage: str) -> None:
+    code, out, _ = _run("best", "gpt3", "--storage", storage, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["study"] == "gpt3" and len(data["best"]) == 1
+    best = data["best"][0]
+    assert best["trial"] == 1 and best["plan"]["micro_batch"] == 2
+    assert {"step_time_s", "mfu", "memory_per_gpu_bytes", "cluster", "value"} <= set(best)
+
+
+def test_best_of_a_pareto_study_shows_the_front(storage: str) -> None:
+    code, out, _ = _run("best", "pareto", "--storage", storage)
+    assert code == 0 and "Pareto front, 2 plans" in out
+    data = json.loads(_run("best", "pareto", "--storage", storage, "--json")[1])
+    assert [b["value"] for b in data["best"]] == [[10.0, 300.0], [20.0, 100.0]]
+
+
+def test_export_csv_to_stdout(storage: str) -> None:
+    code, out, _ = _run("export", "gpt3", "--storage", storage)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 3 and rows[1]["plan.micro_batch"] == "2"
+
+
+def test_export_json_to_a_file(storage: str, tmp_path: Path) -> None:
+    path = tmp_path / "trials.json"
+    code, out, _ = _run("export", "gpt3", "--json", "--out", str(path), "--storage", storage)
+    assert code == 0 and not out
+    assert [r["number"] for r in json.loads(path.read_text(encoding="utf-8"))] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("command", ["best", "export"])
+def test_a_missing_study_exits_2_with_one_line(storage: str, command: str) -> None:
+    code, out, err = _run(command, "nope", "--storage", storage)
+    assert code == 2 and not out
+    assert len(err.strip().splitlines()) == 1 and "no study named 'nope'" in err
+
+
+def test_a_missing_storage_file_is_not_created(tmp_path: Path) -> None:
+    path = tmp_path / "none.db"
+    code, _, err = _run("studies", "--storage", f"sqlite:///{path}")
+    assert code == 2 and "no file" in err and not path.exists()
+
+
+@pytest.mark.parametrize("url", ["postgresql+psycopg://user:secret@127.0.0.1:9/studies",
+                                 "mysql+pymysql://user:secret@127.0.0.1:9/studies"])
+def test_a_server_that_does_not_answer_exits_2_without_the_password(url: str) -> None:
+    for args in (["studies", "--storage", url], ["best", "x", "--storage", url, "--json"]):
+        code, out, err = _run(*args)
+        assert code == 2 and not out
+        assert "secret" not in err and "***" in err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -1,0 +1,91 @@
+"""Text rendering of stored studies for `tuner studies` and `tuner best`; no formulas here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["best_text", "plan_summary", "studies_text"]
+
+_GIB = 2.0**30
+
+
+def _number(value: Any, fmt: str) -> str:
+    """`value` formatted, or '-' when missing or not finite."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return format(value, fmt) if math.isfinite(value) else "-"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Columns left-aligned for the first two, right-aligned for the rest."""
+    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+    return [line(header), *[line(r) for r in rows]]
+
+
+def plan_summary(plan: Mapping[str, Any]) -> str:
+    """'tp=8 pp=8 dp=1 ...': the plan's values that are not their defaults."""
+    parts = [f"tp={plan.get('tp')}", f"pp={plan.get('pp')}", f"dp={plan.get('dp')}"]
+    optional: dict[str, Any] = {"cp": 1, "virtual_stages": 1, "zero": 0, "offload": "none"}
+    parts += [f"{k}={plan[k]}" for k, default in optional.items()
+              if k in plan and plan[k] != default]
+    parts.append(f"mb={plan.get('micro_batch')}")
+    parts.append(f"recompute={plan.get('recompute')}")
+    if plan.get("sequence_parallel"):
+        parts.append("sp")
+    return " ".join(parts)
+
+
+def _cluster_summary(cluster: Mapping[str, Any]) -> str:
+    return (f"{cluster.get('nodes')}x{cluster.get('gpus_per_node')} {cluster.get('gpu')}"
+            + (" spot" if cluster.get("pricing") == "spot" else ""))
+
+
+_BEST_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
+    ("plan", lambda r: plan_summary(r.get("plan", {}))),
+    ("cluster", lambda r: _cluster_summary(r.get("cluster", {}))),
+    ("trial", lambda r: str(r.get("trial"))),
+    ("step s", lambda r: _number(r.get("step_time_s"), ".3f")),
+    ("tokens/s", lambda r: _number(r.get("tokens_per_s"), ",.0f")),
+    ("MFU %", lambda r: _number(100.0 * r.get("mfu", math.nan), ".1f")),
+    ("mem GiB", lambda r: _number(r.get("memory_per_gpu_bytes", {}).get("total", math.nan)
+                                  / _GIB, ".1f")),
+    ("$/hour", lambda r: _number(r.get("cost_per_hour_usd"), ",.0f")),
+    ("days", lambda r: _number(r.get("time_to_train_days"), ",.1f")),
+    ("$ to train", lambda r: _number(r.get("cost_to_train_usd"), ",.0f")),
+]
+
+
+def best_text(name: str, results: Sequence[Mapping[str, Any]], *, pareto: bool) -> str:
+    """One row per best plan (or per plan of the Pareto front)."""
+    if not results:
+        return f"{name}: no feasible plan yet; run more trials or relax the constraints"
+    title = f"{name}: Pareto front, {len(results)} plans" if pareto else f"{name}: best plans"
+    header = [c for c, _ in _BEST_COLUMNS]
+    rows = [[cell(r) for _, cell in _BEST_COLUMNS] for r in results]
+    return "\n".join([title, *_table(header, rows)])
+
+
+def _values_text(values: Sequence[float] | None) -> str:
+    if not values:
+        return "-"
+    return ", ".join(_number(v, ".4g") for v in values)
+
+
+def studies_text(summaries: Sequence[Mapping[str, Any]], *, storage: str) -> str:
+    """One row per study: objectives, trials done of the target, states, best value(s)."""
+    if not summaries:
+        return f"no studies in {storage}; `tuner search SPEC` makes one"
+    header = ["name", "objectives", "done/target", "complete", "pruned", "fail", "running",
+              "best"]
+    rows = [[str(s["name"]),
+             ",".join(s.get("objectives") or s.get("directions") or []),
+             f"{s['trials']}/{s['target_trials']}",
+             str(s["complete"]), str(s["pruned"]), str(s["fail"]), str(s["running"]),
+             _values_text(s.get("best_values"))] for s in summaries]
+    return "\n".join([f"studies in {storage}", *_table(header, rows)])

@@ -1,0 +1,34 @@
+"""Optuna samplers by the names of shared/SPEC.md (`search.sampler`)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import optuna
+
+from search_spaces import SpecError
+
+__all__ = ["SAMPLERS", "make_sampler"]
+
+SAMPLERS = ("tpe", "nsga2", "gp", "random", "exhaustive")
+
+
+def make_sampler(name: str, *, seed: int | None, objectives: int) -> optuna.samplers.BaseSampler:
+    """TPE (multivariate, with the constant liar so that parallel workers spread out), NSGA-II,
+    Gaussian-process BO (needs PyTorch) or random. `exhaustive` sweeps instead of sampling;
+    its study still gets a random sampler for later workers."""
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True,
+                                          n_startup_trials=10)
+    if name == "nsga2":
+        size = 20 if objectives > 1 else 30
+        return optuna.samplers.NSGAIISampler(seed=seed, population_size=size)
+    if name == "gp":
+        if importlib.util.find_spec("torch") is None:
+            raise SpecError("the gp sampler needs PyTorch: pip install torch, or choose "
+                            "tpe, nsga2 or random", field="search.sampler")
+        return optuna.samplers.GPSampler(seed=seed)
+    if name in ("random", "exhaustive"):
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise SpecError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}",
+                    field="search.sampler")
