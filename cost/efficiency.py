@@ -12,9 +12,9 @@ from typing import Any
 
 __all__ = ["DEFAULT_EFFICIENCY", "FALLBACK_GEMM_FRACTION", "Efficiency"]
 
-FALLBACK_GEMM_FRACTION = 0.57
-"""GEMM fraction of a GPU with no calibrated value: the mean of the catalog's fitted V100, A100
-and H100 values."""
+FALLBACK_GEMM_FRACTION = 0.6
+"""GEMM fraction of a GPU with no calibrated value: conservative, below every fitted value of
+the catalog (V100, A100, H100), as a new part's kernels are rarely as tuned at first."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +46,9 @@ class Efficiency:
     """Share of the pass next to it that hides data-parallel traffic: gradient buckets reduce
     during the last backward, weight gathers during the first forward (Megatron-Core, DeepSpeed
     and PyTorch DDP/FSDP all overlap so; 0 models Megatron-LM before 2022)."""
+    overlap_slowdown: float = 0.15
+    """Seconds of compute lost per second of communication hidden behind it: NCCL kernels take
+    SMs and HBM bandwidth from the GEMMs they overlap (a few of 108-132 SMs, and their copies)."""
     tp_overlap: float = 0.0
     """Fraction of tensor-parallel traffic hidden behind GEMMs (comm/compute overlap)."""
     optimizer_bytes_per_param: float = 40.0

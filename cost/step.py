@@ -167,7 +167,8 @@ def _dp_comm_s(
     per step (Megatron's distributed optimizer); 2: the reduce-scatter every micro-batch;
     3: also two weight all-gathers every micro-batch (Rajbhandari et al. SC'20, sec. 7).
     Bucketed reductions hide behind `dp_overlap` of the backward pass they follow (per step:
-    the last micro-batch's), weight gathers behind that share of the forward pass they precede."""
+    the last micro-batch's), weight gathers behind that share of the forward pass they precede;
+    hidden traffic still slows the compute it overlaps by `overlap_slowdown` of its time."""
     sizes = element_bytes(training.precision)
     params = stage_parameters(model, r)
     link = group_link(cluster, stride=r.tp, size=r.dp * r.cp, fraction=eff.network_fraction)
@@ -177,7 +178,8 @@ def _dp_comm_s(
     allreduce = allreduce_s(params * sizes["gradient"], n, bw, lat)
 
     def hidden(comm: Array, window: Array) -> Array:
-        return np.maximum(comm - eff.dp_overlap * window, 0.0)
+        covered = np.minimum(comm, eff.dp_overlap * window)
+        return comm - covered + eff.overlap_slowdown * covered
 
     per_step = np.where(r.zero >= 1, hidden(scatter, backward_s) + hidden(gather, forward_s),
                         hidden(allreduce, backward_s))

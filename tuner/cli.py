@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import click
+import optuna
 
 import cost
 from search_spaces import (
@@ -54,6 +55,7 @@ def main(debug: bool) -> None:
     """Find the fastest parallel strategy and the right cluster for training large models."""
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    optuna.logging.set_verbosity(optuna.logging.INFO if debug else optuna.logging.WARNING)
 
 
 @main.command()
