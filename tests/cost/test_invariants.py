@@ -1,5 +1,7 @@
 """Properties that hold for every plan: checked on arrays of random plans."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -61,3 +63,16 @@ def test_a_batch_equals_plan_by_plan() -> None:
             float(batch.memory.total_bytes[i]))
         assert bool(single.valid) == bool(batch.valid[i])
         assert bool(single.valid) == (plan_violations(gpt(), cluster(16), run(512), one) == [])
+
+
+def test_chunked_evaluation_equals_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module("cost.evaluate")
+
+    plans = random_plans(3)
+    whole = evaluate(gpt(), cluster(16), run(512), plans)
+    monkeypatch.setattr(module, "CHUNK", 1000)
+    chunked = evaluate(gpt(), cluster(16), run(512), plans)
+    assert np.array_equal(whole.step_time_s, chunked.step_time_s)
+    assert np.array_equal(whole.memory.total_bytes, chunked.memory.total_bytes)
+    assert np.array_equal(whole.feasible, chunked.feasible)
+    assert chunked.step_time_s.shape == (N,)
