@@ -66,14 +66,18 @@ class Price:
     """What the cluster costs per hour, and the time and money to train `tokens`."""
 
     cost_per_hour_usd: Array
-    time_to_train_s: Array
+    time_to_train_s: Array  # expected wall time, revocations included
     cost_to_train_usd: Array
+    revocation_overhead: Array  # extra wall time per second of useful work (0 on demand)
+    checkpoint_interval_s: Array  # Young's optimal interval (inf without revocations)
 
     def as_dict(self, index: Any = ()) -> dict[str, float]:
         return {
             "cost_per_hour_usd": _pick(self.cost_per_hour_usd, index),
             "time_to_train_days": _pick(self.time_to_train_s, index) / 86400.0,
             "cost_to_train_usd": _pick(self.cost_to_train_usd, index),
+            "revocation_overhead": _pick(self.revocation_overhead, index),
+            "checkpoint_interval_s": _pick(self.checkpoint_interval_s, index),
         }
 
 

@@ -12,7 +12,7 @@ from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .flops import model_flops_per_token
 from .inputs import ClusterSpec, ModelSpec, Plan, TrainingSpec
 from .memory import hbm_usable_bytes, memory_use
-from .price import price
+from .price import checkpoint_bytes, price
 from .resolved import resolve
 from .step import step_time
 from .validity import valid_mask
@@ -77,7 +77,8 @@ def _evaluate(
         fits = (memory.total_bytes <= usable) & (memory.expansion <= expansion)
         return CostReport(
             step=step, memory=memory,
-            price=price(cluster, gpus=r.gpus, tokens_per_s=tokens_per_s, tokens=training.tokens),
+            price=price(cluster, gpus=r.gpus, tokens_per_s=tokens_per_s, tokens=training.tokens,
+                        checkpoint_bytes=checkpoint_bytes(model, training)),
             gpus=r.gpus, tokens_per_step=tokens_per_step,
             model_flops_per_step=model_flops_per_token(model) * tokens_per_step,
             peak_flops_per_s=cluster.gpu.peak_for(training.precision),

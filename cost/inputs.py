@@ -106,6 +106,8 @@ class ClusterSpec:
     expansion_bandwidth_bytes_per_s: ArrayLike = 0.0
     price_usd_per_gpu_hour: ArrayLike = 0.0
     revocations_per_node_hour: ArrayLike = 0.0
+    checkpoint_bandwidth_bytes_per_s: ArrayLike = 2e9  # per node, to durable storage
+    restart_s: ArrayLike = 600.0  # replace a revoked node and reload: provision, start, load
     pricing: str = "on_demand"
 
     @classmethod

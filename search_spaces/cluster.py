@@ -21,6 +21,7 @@ from .fields import (
     NonNegative,
     PositiveBytes,
     PositiveBytesPerS,
+    Seconds,
     Usd,
 )
 from .units import parse_quantity
@@ -81,6 +82,10 @@ class ClusterSection(Frozen):
     pricing: Choosable[Literal["on_demand", "spot"]] = "on_demand"
     revocations_per_node_hour: Choosable[NonNegative] = 0.0
     parameter_server_bandwidth: Choosable[PositiveBytesPerS] | None = None
+    checkpoint_bandwidth: PositiveBytesPerS | None = None
+    """Per node, to durable storage: how fast a checkpoint is written (spot pricing)."""
+    restart_time: Seconds | None = None
+    """Seconds to replace a revoked node and reload the last checkpoint (spot pricing)."""
 
     @model_validator(mode="after")
     def _size(self) -> ClusterSection:
@@ -116,6 +121,10 @@ class ClusterSection(Frozen):
             over["price_usd_per_gpu_hour"] = gpu.spot_price_usd_per_hour
         over["pricing"] = c["pricing"]
         over["revocations_per_node_hour"] = c["revocations_per_node_hour"]
+        if c["checkpoint_bandwidth"] is not None:
+            over["checkpoint_bandwidth_bytes_per_s"] = c["checkpoint_bandwidth"]
+        if c["restart_time"] is not None:
+            over["restart_s"] = c["restart_time"]
         return ClusterSpec.of(gpu, **over)
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from cost import Plan, evaluate, plan_violations
 from cost.price import price
@@ -42,7 +43,38 @@ def test_invalid_plans_are_flagged_in_a_batch() -> None:
 
 
 def test_price_by_hand() -> None:
-    p = price(cluster(8), gpus=np.array(64.0), tokens_per_s=np.array(1e6), tokens=3.6e9)
+    p = price(cluster(8), gpus=np.array(64.0), tokens_per_s=np.array(1e6), tokens=3.6e9,
+              checkpoint_bytes=1e12)
     assert float(p.cost_per_hour_usd) == 128.0
     assert float(p.time_to_train_s) == 3600.0
     assert float(p.cost_to_train_usd) == 128.0
+    assert float(p.revocation_overhead) == 0.0
+
+
+def test_young_daly_overhead_by_hand() -> None:
+    # 8 nodes x 0.5 revocations per node-hour: M = 900 s; checkpoint 1e12 B at 8 x 2e9 B/s
+    c = cluster(8, revocations_per_node_hour=0.5, restart_s=600.0)
+    p = price(c, gpus=np.array(64.0), tokens_per_s=np.array(1e6), tokens=3.6e9,
+              checkpoint_bytes=1e12)
+    write_s, mtbf_s = 1e12 / 16e9, 900.0
+    overhead = (2 * write_s / mtbf_s) ** 0.5 + 600.0 / mtbf_s
+    assert float(p.revocation_overhead) == pytest.approx(overhead)
+    assert float(p.checkpoint_interval_s) == pytest.approx((2 * write_s * mtbf_s) ** 0.5)
+    assert float(p.time_to_train_s) == pytest.approx(3600.0 * (1 + overhead))
+
+
+def test_spot_without_revocations_is_on_demand_at_the_spot_price() -> None:
+    on_demand = cluster(8, price_usd_per_gpu_hour=1.0)
+    spot = cluster(8, price_usd_per_gpu_hour=1.0, pricing="spot", revocations_per_node_hour=0.0)
+    a = evaluate(gpt(), on_demand, run(64, tokens=1e9), Plan(tp=8, pp=8))
+    b = evaluate(gpt(), spot, run(64, tokens=1e9), Plan(tp=8, pp=8))
+    assert float(a.price.cost_to_train_usd) == float(b.price.cost_to_train_usd)
+    assert float(a.price.time_to_train_s) == float(b.price.time_to_train_s)
+
+
+def test_more_revocations_never_lower_expected_time() -> None:
+    rates = np.array([0.0, 0.001, 0.01, 0.1, 1.0, 5.0])
+    c = cluster(8, revocations_per_node_hour=rates, pricing="spot")
+    report = evaluate(gpt(), c, run(64, tokens=1e9), Plan(tp=8, pp=8))
+    days = report.price.time_to_train_s
+    assert np.all(np.diff(days) > 0)
