@@ -37,13 +37,15 @@ def revocation_overhead(checkpoint_s: Value, restart_s: Value, revocations_per_s
 
 def price(cluster: ClusterSpec, *, gpus: Array, tokens_per_s: Array, tokens: float,
           checkpoint_bytes: float) -> Price:
-    """cost/hour = GPUs x USD per GPU-hour; time = tokens / throughput, stretched by the
-    expected revocation overhead (revocations_per_node_hour x nodes; a checkpoint of
-    `checkpoint_bytes` written by all nodes in parallel); cost = hours x cost/hour."""
+    """cost/hour = GPUs x USD per GPU-hour; time = tokens / throughput, stretched on spot
+    servers by the expected revocation overhead (revocations_per_node_hour x nodes; a
+    checkpoint of `checkpoint_bytes` written by all nodes in parallel); cost = hours x
+    cost/hour."""
     per_hour = gpus * np.asarray(cluster.price_usd_per_gpu_hour, dtype=np.float64)
     useful_s = np.where(tokens_per_s > 0, tokens / np.maximum(tokens_per_s, 1e-30), np.inf)
     nodes = np.asarray(cluster.nodes, dtype=np.float64)
-    rate_per_s = np.asarray(cluster.revocations_per_node_hour, dtype=np.float64) * nodes / 3600.0
+    revocations = cluster.revocations_per_node_hour if cluster.pricing == "spot" else 0.0
+    rate_per_s = np.asarray(revocations, dtype=np.float64) * nodes / 3600.0
     write_s = checkpoint_bytes / (nodes * np.asarray(cluster.checkpoint_bandwidth_bytes_per_s))
     restart_s = np.asarray(cluster.restart_s, dtype=np.float64)
     overhead = revocation_overhead(write_s, restart_s, rate_per_s)

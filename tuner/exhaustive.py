@@ -37,6 +37,8 @@ class SweepSummary:
 def pareto_mask(points: np.ndarray) -> np.ndarray:
     """Non-dominated rows of a (n, 2) array to minimise: sort by the first column and keep
     the rows that improve the running minimum of the second (Kung et al. 1975)."""
+    if len(points) == 0:
+        return np.zeros(0, dtype=bool)
     order = np.lexsort((points[:, 1], points[:, 0]))
     second = points[order, 1]
     running = np.minimum.accumulate(second)

@@ -3,6 +3,7 @@ sweeps every combination of the cheap knobs, and the best plan is the trial's re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -10,13 +11,13 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from search_spaces import INNER_KNOBS, GPUSection, Space, SpecError
+from search_spaces import INNER_KNOBS, OUTER_PLAN_KNOBS, GPUSection, Space, SpecError
 from studies import RESULT_ATTR
 
 from .evaluation import best_plan, cluster_values, result_of
 from .scoring import DIRECTIONS
 
-__all__ = ["PlanObjective", "label"]
+__all__ = ["SWEEP_BUDGET", "PlanObjective", "label", "swept_knobs"]
 
 
 def label(value: Any) -> Any:
@@ -31,15 +32,35 @@ class _Outcome:
     attrs: dict[str, Any]
 
 
+SWEEP_BUDGET = 50_000
+"""Most plan combinations one trial sweeps (about 30 ms of cost model)."""
+
+
+def swept_knobs(space: Space, *, sweep_inner: bool) -> set[str]:
+    """The knobs a trial sweeps instead of sampling: the cheap ones (INNER_KNOBS), and when
+    the cluster itself is searched (co-design) also the layout (tp, pp, cp, dp), so that a
+    trial asks "how fast is this cluster at its best" while the plan space stays within
+    SWEEP_BUDGET combinations."""
+    if not sweep_inner:
+        return set()
+    swept = set(INNER_KNOBS)
+    if any(k.startswith("cluster.") for k in space.searched):
+        layout = math.prod(len(space.choices[k]) for k in (*INNER_KNOBS, *OUTER_PLAN_KNOBS))
+        if layout <= SWEEP_BUDGET:
+            swept |= set(OUTER_PLAN_KNOBS)
+    return swept
+
+
 class PlanObjective:
-    """Callable for `study.optimize`. `sweep_inner` (default) sweeps INNER_KNOBS for each
-    trial in one cost-model call; without it every searched knob is sampled (one plan per
-    trial). Plans proposed again are answered from a cache, never re-evaluated."""
+    """Callable for `study.optimize`. With `sweep_inner` (default) a trial samples the
+    expensive knobs and sweeps the rest (swept_knobs) in one cost-model call; without it every
+    searched knob is sampled (one plan per trial). Plans proposed again are answered from a
+    cache, never re-evaluated."""
 
     def __init__(self, space: Space, *, sweep_inner: bool = True) -> None:
         self.space = space
         self.directions = [DIRECTIONS[o] for o in space.spec.objective]
-        swept = set(INNER_KNOBS) if sweep_inner else set()
+        swept = swept_knobs(space, sweep_inner=sweep_inner)
         self.knobs = [k for k in space.searched if k not in swept]
         self._labels = {k: {label(v): v for v in space.choices[k]} for k in self.knobs}
         self._cache: dict[tuple[Any, ...], _Outcome | str] = {}

@@ -53,7 +53,7 @@ def test_price_by_hand() -> None:
 
 def test_young_daly_overhead_by_hand() -> None:
     # 8 nodes x 0.5 revocations per node-hour: M = 900 s; checkpoint 1e12 B at 8 x 2e9 B/s
-    c = cluster(8, revocations_per_node_hour=0.5, restart_s=600.0)
+    c = cluster(8, revocations_per_node_hour=0.5, restart_s=600.0, pricing="spot")
     p = price(c, gpus=np.array(64.0), tokens_per_s=np.array(1e6), tokens=3.6e9,
               checkpoint_bytes=1e12)
     write_s, mtbf_s = 1e12 / 16e9, 900.0
@@ -61,6 +61,9 @@ def test_young_daly_overhead_by_hand() -> None:
     assert float(p.revocation_overhead) == pytest.approx(overhead)
     assert float(p.checkpoint_interval_s) == pytest.approx((2 * write_s * mtbf_s) ** 0.5)
     assert float(p.time_to_train_s) == pytest.approx(3600.0 * (1 + overhead))
+    on_demand = price(c.with_(pricing="on_demand"), gpus=np.array(64.0),
+                      tokens_per_s=np.array(1e6), tokens=3.6e9, checkpoint_bytes=1e12)
+    assert float(on_demand.revocation_overhead) == 0.0  # on-demand servers are not revoked
 
 
 def test_spot_without_revocations_is_on_demand_at_the_spot_price() -> None:
