@@ -17,7 +17,14 @@ from .metadata import (
     target_trials,
 )
 from .records import RESULT_ATTR, is_feasible, record_result, result_of
-from .storage import DEFAULT_STORAGE_URL, ENV_VAR, open_storage, redact_url, storage_url
+from .storage import (
+    DEFAULT_STORAGE_URL,
+    ENV_VAR,
+    fail_silent_trials,
+    open_storage,
+    redact_url,
+    storage_url,
+)
 
 __all__ = [
     "DEFAULT_STORAGE_URL",
@@ -28,6 +35,7 @@ __all__ = [
     "best_results",
     "create_or_continue",
     "export_trials",
+    "fail_silent_trials",
     "is_feasible",
     "list_studies",
     "load_study",

@@ -3,19 +3,26 @@ and opening it as an Optuna RDBStorage with heartbeats and retries of stale tria
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import warnings
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy
 import sqlalchemy.exc
+import sqlalchemy.orm
+from optuna.storages._rdb.models import TrialHeartbeatModel
+from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 
 from .errors import StudyError
 
-__all__ = ["DEFAULT_STORAGE_URL", "ENV_VAR", "open_storage", "redact_url", "storage_url"]
+__all__ = ["DEFAULT_STORAGE_URL", "ENV_VAR", "fail_silent_trials", "open_storage", "redact_url",
+           "storage_url"]
 
 DEFAULT_STORAGE_URL = "sqlite:///studies/studies.db"
 """SQLite file `studies/studies.db`, relative to the current directory."""
@@ -118,6 +125,43 @@ def _heartbeat(interval_s: int | None, grace_s: int | None, max_retry: int) -> d
         "heartbeat_stale_trial_callback":
             optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry),
     }
+
+
+def fail_silent_trials(study: optuna.Study) -> list[int]:
+    """Fail the running trials that never sent a heartbeat and started more than the grace
+    period ago, and hand them to the storage's stale-trial callback (which queues them again);
+    their numbers.
+
+    Optuna fails only a trial whose heartbeat went stale: a worker killed between creating a
+    trial and its first heartbeat (while the sampler proposes) leaves it RUNNING for ever, and
+    a resumed study would never be done with it. A live worker beats within moments of
+    creating its trial, far inside the grace period."""
+    storage = study._storage  # Optuna's cache in front of the RDBStorage
+    backend = getattr(storage, "_backend", storage)
+    if not isinstance(backend, optuna.storages.RDBStorage) or not backend.heartbeat_interval:
+        return []
+    grace = backend.grace_period or 2 * backend.heartbeat_interval
+    cutoff = datetime.now() - timedelta(seconds=grace)  # datetime_start is local time too
+    old = {t._trial_id: t.number
+           for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+           if t.datetime_start is not None and t.datetime_start < cutoff}
+    if not old:
+        return []
+    with sqlalchemy.orm.Session(backend.engine) as session:
+        beaten = set(session.scalars(sqlalchemy.select(TrialHeartbeatModel.trial_id).where(
+            TrialHeartbeatModel.trial_id.in_(list(old)))))
+    failed = []
+    for trial_id in sorted(set(old) - beaten):
+        try:
+            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
+                failed.append(trial_id)
+        except optuna.exceptions.UpdateFinishedTrialError:  # another worker finished it
+            continue
+    callback = backend.get_heartbeat_stale_trial_callback()
+    for trial_id in failed:
+        if callback is not None:
+            callback(study, copy.deepcopy(storage.get_trial(trial_id)))
+    return [old[i] for i in failed]
 
 
 def _driver(url: str) -> str:

@@ -14,6 +14,7 @@ from search_spaces import Space, SpecError, StudySpec
 from studies import (
     best_results,
     create_or_continue,
+    fail_silent_trials,
     set_target_trials,
     stored_spec,
     target_trials,
@@ -85,7 +86,9 @@ def _complete(study: optuna.Study) -> int:
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
     """Optimise until the study has its target of completed trials (over all workers);
-    pruned trials (no valid plan) do not count, and a timeout stops early."""
+    pruned trials (no valid plan) do not count, and a timeout stops early. A trial left
+    running by a worker killed before its first heartbeat is failed and retried first."""
+    fail_silent_trials(study)
     objective = PlanObjective(space, sweep_inner=options.sweep_inner)
     objective.remember(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     target = target_trials(study)

@@ -1,0 +1,58 @@
+"""Small named spec builders for the search tests: the GPT-3 1024-GPU example narrowed, a tiny
+custom model, and writing either to a YAML file under tmp_path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from search_spaces import Space, StudySpec, parse_spec
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
+GPT3_1024 = EXAMPLES / "gpt3-175b-1024-a100.yaml"
+TINY_MODEL = {"name": "tiny", "layers": 8, "hidden": 256, "heads": 8, "vocab": 1000,
+              "seq_len": 128}
+
+
+def gpt3_narrow(name: str = "gpt3-narrow", **plan: Any) -> dict[str, Any]:
+    """The GPT-3 175B on 1024 A100 example with tp [2, 4, 8] and pp [4, 8, 16]: nine layouts,
+    each sweeping 480 cheap-knob combinations; `plan` values replace the example's."""
+    data = yaml.safe_load(GPT3_1024.read_text(encoding="utf-8"))
+    data["name"] = name
+    data["plan"].update({"tp": [2, 4, 8], "pp": [4, 8, 16], **plan})
+    return dict(data)
+
+
+def tiny(name: str = "tiny", *, plan: dict[str, Any] | None = None, **sections: Any
+         ) -> dict[str, Any]:
+    """The tiny model on one 8 x a100-80gb node; `plan` replaces the plan, `sections` (cluster,
+    training, objective, ...) replace or add top-level sections."""
+    data: dict[str, Any] = {
+        "name": name,
+        "model": dict(TINY_MODEL),
+        "training": {"global_batch": 32, "tokens": 1e9, "precision": "bf16"},
+        "cluster": {"gpu": "a100-80gb", "nodes": 1, "gpus_per_node": 8},
+        "plan": plan if plan is not None else {
+            "tp": [1, 2, 4, 8], "pp": [1, 2, 4, 8], "micro_batch": [1, 2, 4],
+            "recompute": ["none", "full"], "zero": [0, 1]},
+        "search": {"sampler": "tpe", "trials": 20, "seed": 0},
+    }
+    data.update(sections)
+    return data
+
+
+def spec(data: dict[str, Any]) -> StudySpec:
+    return parse_spec(data, file=f"{data['name']}.yaml", name=data["name"])
+
+
+def space(data: dict[str, Any]) -> Space:
+    return Space.from_spec(spec(data))
+
+
+def write(tmp_path: Path, data: dict[str, Any]) -> Path:
+    """The spec as YAML in tmp_path/<name>.yaml."""
+    path = tmp_path / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path

@@ -1,0 +1,123 @@
+"""Exhaustive enumeration, a brute-force loop over every plan with cost.evaluate, and the default
+sampler agree on small spaces: the same best throughput, and for two objectives the same Pareto
+front of feasible plans."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+
+import cost
+from search_spaces import CLUSTER_KNOBS, PLAN_FIELDS, Space
+from studies import best_results
+from tuner.exhaustive import pareto_mask, sweep
+from tuner.search import SearchOptions, run_search
+
+from .specs import gpt3_narrow, space, spec, tiny
+
+SMALL_GPT3 = gpt3_narrow(name="small-gpt3", virtual_stages=[1, 2], micro_batch=[1, 2, 4],
+                         recompute=["none", "selective", "full"], zero=[0, 1])
+"""Nine layouts x 72 cheap-knob combinations, some of which do not fit in HBM."""
+
+PARETO = tiny("pareto", plan={"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "micro_batch": [1, 2, 4],
+                              "recompute": ["none", "full"]},
+              cluster={"gpu": ["a100-80gb", "h100-80gb"], "nodes": [1, 2, 4],
+                       "gpus_per_node": 8},
+              objective=["time_to_train", "cost"])
+
+
+def every_plan(space: Space) -> list[tuple[dict[str, Any], cost.CostReport]]:
+    """Every combination of every knob's values, one scalar cost.evaluate each, kept when it is
+    structurally valid and fits in memory (no vectorisation, no Space.plans)."""
+    clusters = [space.cluster(dict(zip(CLUSTER_KNOBS, combo, strict=True)))
+                for combo in itertools.product(*(space.choices[f"cluster.{k}"]
+                                                  for k in CLUSTER_KNOBS))]
+    out = []
+    for cluster in clusters:
+        for combo in itertools.product(*(space.choices[k] for k in PLAN_FIELDS)):
+            v = dict(zip(PLAN_FIELDS, combo, strict=True))
+            plan = cost.Plan(**{**v, "dp": v["dp"] or 0,
+                                "recompute": cost.RECOMPUTE.index(v["recompute"]),
+                                "offload": cost.OFFLOAD.index(v["offload"])})
+            if cost.plan_violations(space.model, cluster, space.training, plan):
+                continue
+            report = cost.evaluate(space.model, cluster, space.training, plan)
+            if bool(report.fits):
+                out.append(({**v, "gpus": int(cluster.gpus), "gpu": cluster.gpu.name}, report))
+    return out
+
+
+def test_the_small_space_has_a_few_hundred_plans_some_too_big() -> None:
+    small = space(SMALL_GPT3)
+    assert 200 <= small.count() <= 1000
+    assert 0 < len(every_plan(small)) < small.count()
+
+
+def test_exhaustive_finds_the_brute_force_optimum() -> None:
+    small = space(SMALL_GPT3)
+    result = sweep(small)
+    fitting = every_plan(small)
+    brute = max(float(r.tokens_per_s) for _, r in fitting)
+    best, knobs = result.best[0]
+    assert best.feasible
+    assert best.objectives[0] == pytest.approx(brute, rel=1e-9)
+    assert result.evaluated == small.count()
+    assert result.feasible == len(fitting)
+    assert set(knobs) == set(small.searched)
+    assert [c.objectives[0] for c, _ in result.best] == sorted(
+        (c.objectives[0] for c, _ in result.best), reverse=True)
+
+
+def test_tpe_finds_the_exhaustive_optimum() -> None:
+    small = space(SMALL_GPT3)
+    optimum = sweep(small).best[0][0].objectives[0]
+    study = run_search(spec(SMALL_GPT3), "", optuna.storages.InMemoryStorage(),
+                       SearchOptions(sampler="tpe", trials=60, seed=0))
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))) == 60
+    best = best_results(study)[0]
+    assert best["tokens_per_s"] == pytest.approx(optimum, rel=1e-9)
+    assert best["feasible"] is True
+
+
+def dominated(p: np.ndarray, points: np.ndarray, rel: float = 0.0) -> bool:
+    """Some point no worse than p in both (minimised) objectives and better in one, by more
+    than `rel` (relative: vectorised and scalar evaluations differ in the last bits)."""
+    no_worse = np.all(points <= p * (1 + rel), axis=1)
+    return bool(np.any(no_worse & np.any(points < p * (1 - rel), axis=1)))
+
+
+def test_the_exhaustive_pareto_front_is_the_brute_force_front() -> None:
+    pareto = space(PARETO)
+    result = sweep(pareto)
+    plans = every_plan(pareto)
+    assert {p["gpu"] for p, _ in plans} == {"a100-80gb", "h100-80gb"}
+    everything = np.array([(float(r.price.time_to_train_s) / 86400.0,
+                            float(r.price.cost_to_train_usd)) for _, r in plans])
+    front = np.array([c.objectives for c, _ in result.best])
+    assert len(front) >= 2
+    for candidate, knobs in result.best:
+        assert candidate.feasible
+        assert not dominated(np.array(candidate.objectives), everything, rel=1e-9)
+        assert knobs["cluster.gpu"] in ("a100-80gb", "h100-80gb")
+    expected = sorted({tuple(p) for p in everything if not dominated(p, everything)})
+    assert sorted(map(tuple, front)) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pareto_mask_is_the_brute_force_non_dominated_set(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    points = rng.integers(0, 12, size=(200, 2)).astype(float)  # many ties and duplicates
+    mask = pareto_mask(points)
+    kept = {tuple(p) for p in points[mask]}
+    assert len(kept) == int(mask.sum())  # one of each duplicate
+    assert kept == {tuple(p) for p in points if not dominated(p, points)}
+
+
+def test_pareto_mask_of_one_point_and_of_a_line() -> None:
+    assert pareto_mask(np.array([[1.0, 2.0]])).tolist() == [True]
+    line = np.array([[3.0, 1.0], [1.0, 3.0], [2.0, 2.0], [2.0, 2.5]])
+    assert pareto_mask(line).tolist() == [True, True, True, False]
