@@ -18,6 +18,7 @@ from .inputs import (
     Plan,
     TrainingSpec,
 )
+from .sync import SYNC
 from .validity import plan_violations, structurally_valid
 
 COST_MODEL_VERSION = "1"
@@ -28,6 +29,7 @@ __all__ = [
     "OFFLOAD",
     "PRECISIONS",
     "RECOMPUTE",
+    "SYNC",
     "ClusterSpec",
     "CostModelError",
     "CostReport",

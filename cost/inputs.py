@@ -106,6 +106,7 @@ class ClusterSpec:
     expansion_bandwidth_bytes_per_s: ArrayLike = 0.0
     price_usd_per_gpu_hour: ArrayLike = 0.0
     revocations_per_node_hour: ArrayLike = 0.0
+    parameter_server_bandwidth_bytes_per_s: ArrayLike = 0.0  # 0: the scale-out bandwidth
     checkpoint_bandwidth_bytes_per_s: ArrayLike = 2e9  # per node, to durable storage
     restart_s: ArrayLike = 600.0  # replace a revoked node and reload: provision, start, load
     pricing: str = "on_demand"
@@ -148,7 +149,8 @@ class Plan:
     """A parallel strategy; every field may be an array (all broadcast together).
 
     `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute` and `offload` are codes into
-    RECOMPUTE and OFFLOAD; `sync` -1 means "the fastest collective for the message".
+    RECOMPUTE and OFFLOAD, `sync` into cost.sync.SYNC (-1: the fastest collective for the
+    message).
     """
 
     tp: ArrayLike = 1
@@ -161,12 +163,14 @@ class Plan:
     sequence_parallel: ArrayLike = False
     zero: ArrayLike = 0
     offload: ArrayLike = 0
+    sync: ArrayLike = -1  # code into cost.sync.SYNC; -1: the fastest collective
+    parameter_servers: ArrayLike = 1
 
     def arrays(self, gpus: ArrayLike) -> dict[str, Array]:
         """All fields as float arrays broadcast to one shape, with dp resolved."""
         names = (
             "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch",
-            "recompute", "sequence_parallel", "zero", "offload",
+            "recompute", "sequence_parallel", "zero", "offload", "sync", "parameter_servers",
         )
         values = [np.asarray(getattr(self, n), dtype=np.float64) for n in names]
         values.append(np.asarray(gpus, dtype=np.float64))

@@ -41,6 +41,8 @@ class Resolved:
     sp: Array
     zero: Array
     offload: Array
+    sync: Array
+    parameter_servers: Array
     gpus: Array
     micro_batches: Array
     layers_per_stage: Array
@@ -59,7 +61,8 @@ def resolve(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan
     return Resolved(
         tp=a["tp"], pp=a["pp"], dp=dp, cp=cp, vs=a["virtual_stages"], mb=mb,
         recompute=a["recompute"], sp=np.where(a["tp"] > 1, a["sequence_parallel"], 0.0),
-        zero=a["zero"], offload=a["offload"], gpus=a["gpus"],
+        zero=a["zero"], offload=a["offload"], sync=a["sync"],
+        parameter_servers=a["parameter_servers"], gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb),
         layers_per_stage=model.layers / a["pp"],
         tokens_per_micro_batch=mb * model.seq_len / cp,

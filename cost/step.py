@@ -14,6 +14,7 @@ from .inputs import Array, ClusterSpec, ModelSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .memory import stage_parameters
 from .resolved import Resolved, element_bytes
+from .sync import gradient_sync_s
 
 __all__ = ["LayerTimes", "layer_times", "pipeline_bubble_s", "step_time"]
 
@@ -163,8 +164,9 @@ def _dp_comm_s(
 ) -> Array:
     """Exposed gradient reduction over the dp·cp replicas of each weight.
 
-    ZeRO 0: one all-reduce per step; 1: reduce-scatter of gradients and all-gather of weights
-    per step (Megatron's distributed optimizer); 2: the reduce-scatter every micro-batch;
+    ZeRO 0: one all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
+    reduce-scatter of gradients and all-gather of weights per step (Megatron's distributed
+    optimizer); 2: the reduce-scatter every micro-batch;
     3: also two weight all-gathers every micro-batch (Rajbhandari et al. SC'20, sec. 7).
     Bucketed reductions hide behind `dp_overlap` of the backward pass they follow (per step:
     the last micro-batch's), weight gathers behind that share of the forward pass they precede;
@@ -175,7 +177,8 @@ def _dp_comm_s(
     n, bw, lat = r.dp * r.cp, link.bandwidth_bytes_per_s, link.latency_s
     scatter = reduce_scatter_s(params * sizes["gradient"], n, bw, lat)
     gather = all_gather_s(params * sizes["weight"], n, bw, lat)
-    allreduce = allreduce_s(params * sizes["gradient"], n, bw, lat)
+    allreduce = gradient_sync_s(params * sizes["gradient"], n=n, stride=r.tp, cluster=cluster,
+                                sync=r.sync, servers=r.parameter_servers, eff=eff)
 
     def hidden(comm: Array, window: Array) -> Array:
         covered = np.minimum(comm, eff.dp_overlap * window)

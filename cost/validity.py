@@ -38,7 +38,8 @@ def violation_masks(
         "batch": ~_divides(r.dp * r.mb, training.global_batch),
         "interleave": (r.vs > 1) & ((r.pp < 2) | ~_divides(r.pp, r.micro_batches)),
         "choices": ~(np.isin(r.recompute, (0, 1, 2)) & np.isin(r.zero, (0, 1, 2, 3))
-                     & np.isin(r.offload, (0, 1, 2))),
+                     & np.isin(r.offload, (0, 1, 2)) & np.isin(r.sync, (-1, 0, 1, 2, 3, 4))
+                     & (r.parameter_servers >= 1) & _integral(r.parameter_servers)),
         "precision": np.full(r.tp.shape, cluster.gpu.peak_for(training.precision) <= 0),
     }
 
@@ -87,7 +88,8 @@ def plan_violations(
                       f"({v['micro_batches']:g}) divisible by pp={v['pp']:g}; "
                       "set virtual_stages: 1 or change micro_batch",
         "choices": "recompute must be none|selective|full, zero 0-3, offload "
-                   "none|optimizer|optimizer+weights",
+                   "none|optimizer|optimizer+weights, sync ring|tree|hierarchical|direct|"
+                   "parameter_server, parameter_servers a whole number >= 1",
         "precision": f"GPU {gpu.name} has no {precision} support; choose precision from "
                      f"{sorted(k for k, x in gpu.peak_flops_per_s.items() if x > 0)}",
     }
