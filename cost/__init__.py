@@ -18,6 +18,7 @@ from .inputs import (
     Plan,
     TrainingSpec,
 )
+from .layers import Layer, LayersModel, evaluate_layers
 from .sync import SYNC
 from .validity import plan_violations, structurally_valid
 
@@ -35,6 +36,8 @@ __all__ = [
     "CostReport",
     "Efficiency",
     "GPUSpec",
+    "Layer",
+    "LayersModel",
     "MemoryUse",
     "ModelSpec",
     "Plan",
@@ -42,6 +45,7 @@ __all__ = [
     "StepTime",
     "TrainingSpec",
     "evaluate",
+    "evaluate_layers",
     "matmul_parameters",
     "model_flops_per_token",
     "parameter_count",

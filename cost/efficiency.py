@@ -51,6 +51,12 @@ class Efficiency:
     SMs and HBM bandwidth from the GEMMs they overlap (a few of 108-132 SMs, and their copies)."""
     tp_overlap: float = 0.0
     """Fraction of tensor-parallel traffic hidden behind GEMMs (comm/compute overlap)."""
+    layers_batch_half: float = 8.0
+    """Per-GPU batch (samples) at which a layers model (CNN) runs at half its large-batch rate:
+    small batches leave SMs idle between kernels."""
+    layer_overhead_s: float = 50e-6
+    """Seconds of kernel launches and framework work per layer and forward pass of a layers
+    model (conv, batch norm, activation: a few kernels of some 10 us each)."""
     optimizer_bytes_per_param: float = 40.0
     """HBM bytes read and written per local parameter by a fused Adam step (fp32 state)."""
     reserved_bytes: float = 2.5 * 2**30

@@ -11,6 +11,7 @@ from .breakdown import CostReport
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .flops import model_flops_per_token
 from .inputs import ClusterSpec, ModelSpec, Plan, TrainingSpec
+from .layers import LayersModel, evaluate_layers
 from .memory import hbm_usable_bytes, memory_use
 from .price import checkpoint_bytes, price
 from .resolved import resolve
@@ -26,14 +27,17 @@ over a million plans on a 2-core machine)."""
 
 
 def evaluate(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
+    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
     *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
 ) -> CostReport:
     """Step time, memory and price of every plan in `plan` (fields broadcast together).
 
     Structurally invalid plans are evaluated as well as the formulas allow and flagged in
     `valid`; plans over HBM or expansion capacity are flagged in `fits`. A long 1-D array of
-    plans on a scalar cluster is evaluated CHUNK plans at a time."""
+    plans on a scalar cluster is evaluated CHUNK plans at a time. A LayersModel (a network
+    given by its layers) is trained data-parallel (cost.layers)."""
+    if isinstance(model, LayersModel):
+        return evaluate_layers(model, cluster, training, plan, efficiency=efficiency)
     shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
     scalar_cluster = all(np.ndim(getattr(cluster, f.name)) == 0 for f in fields(cluster))
     if len(shape) == 1 and shape[0] > CHUNK and scalar_cluster:

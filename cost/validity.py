@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec, Value
+from .layers import LayersModel, layers_violations
 from .resolved import Resolved, resolve
 
 __all__ = ["plan_violations", "structurally_valid", "valid_mask", "violation_masks"]
@@ -53,16 +54,24 @@ def valid_mask(
 
 
 def structurally_valid(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
+    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
 ) -> Array:
     """True where a plan (any field an array) breaks no structural rule."""
+    if isinstance(model, LayersModel):
+        return ~layers_violations(plan.arrays(cluster.gpus), training)
     return valid_mask(model, cluster, training, resolve(model, cluster, training, plan))
 
 
 def plan_violations(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
+    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
 ) -> list[str]:
     """What is structurally wrong with one plan, each message with the value, rule and fix."""
+    if isinstance(model, LayersModel):
+        if bool(np.ravel(structurally_valid(model, cluster, training, plan))[0]):
+            return []
+        return [f"a layers model ({model.name}) trains data-parallel: tp, pp and cp must be 1, "
+                "dp the GPUs of the cluster, and dp·micro_batch must divide global_batch="
+                f"{training.global_batch}"]
     r = resolve(model, cluster, training, plan)
     masks = violation_masks(model, cluster, training, r)
     v = {name: float(np.ravel(getattr(r, name))[0]) for name in

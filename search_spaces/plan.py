@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from cost import OFFLOAD, RECOMPUTE, Plan
+from cost import OFFLOAD, RECOMPUTE, SYNC, Plan
 
 from .choices import Choosable, IntChoosable, fixed
 from .fields import Count, Frozen
@@ -20,15 +20,15 @@ Offload = Literal["none", "optimizer", "optimizer+weights"]
 Sync = Literal["ring", "tree", "hierarchical", "direct", "parameter_server"]
 
 PLAN_FIELDS = ("tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
-               "sequence_parallel", "zero", "offload")
+               "sequence_parallel", "zero", "offload", "sync", "parameter_servers")
 """The plan fields the cost model uses, in cost.Plan's order."""
 
 
 class PlanSection(Frozen):
     """Degrees of tensor, pipeline, data and context parallelism and the memory savers.
 
-    `dp` left out fills the cluster. `sync` and `parameter_servers` are stored for the
-    gradient-synchronisation model; the cost model does not use them yet."""
+    `dp` left out fills the cluster; `sync` left out takes the fastest collective for the
+    message; `parameter_servers` counts the servers of `sync: parameter_server`."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -49,4 +49,6 @@ class PlanSection(Frozen):
         v["dp"] = v["dp"] or 0
         v["recompute"] = RECOMPUTE.index(v["recompute"])
         v["offload"] = OFFLOAD.index(v["offload"])
+        v["sync"] = -1 if v["sync"] is None else SYNC.index(v["sync"])
+        v["parameter_servers"] = v["parameter_servers"] or 1
         return Plan(**v)

@@ -6,7 +6,17 @@ from typing import Any
 
 import numpy as np
 
-from cost import OFFLOAD, RECOMPUTE, ClusterSpec, CostReport, ModelSpec, Plan, TrainingSpec
+from cost import (
+    OFFLOAD,
+    RECOMPUTE,
+    SYNC,
+    ClusterSpec,
+    CostReport,
+    LayersModel,
+    ModelSpec,
+    Plan,
+    TrainingSpec,
+)
 from cost import plan_violations as structural_violations
 
 __all__ = ["cluster_as_dict", "plan_as_dict", "plan_result", "violations"]
@@ -20,13 +30,17 @@ def _one(value: Any) -> float:
 
 
 def plan_as_dict(plan: Plan, *, gpus: float) -> dict[str, Any]:
-    """tp, pp, dp (resolved), cp, virtual_stages, micro_batch, zero as ints; recompute and
-    offload as their names; sequence_parallel as a bool."""
+    """tp, pp, dp (resolved), cp, virtual_stages, micro_batch, zero, parameter_servers as
+    ints; recompute, offload and sync ("auto": the fastest collective) as their names;
+    sequence_parallel as a bool."""
     a = plan.arrays(gpus)
     out: dict[str, Any] = {}
-    for name in (*_INT_FIELDS[:-1], "recompute", "sequence_parallel", "zero", "offload"):
+    for name in (*_INT_FIELDS[:-1], "recompute", "sequence_parallel", "zero", "offload", "sync",
+                 "parameter_servers"):
         value = _one(a[name])
-        if name == "recompute":
+        if name == "sync":
+            out[name] = "auto" if value < 0 else SYNC[int(value)]
+        elif name == "recompute":
             out[name] = RECOMPUTE[int(value)]
         elif name == "offload":
             out[name] = OFFLOAD[int(value)]
@@ -55,7 +69,7 @@ def cluster_as_dict(cluster: ClusterSpec) -> dict[str, Any]:
 
 
 def violations(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
+    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
     report: CostReport,
 ) -> list[str]:
     """Structural violations, then what does not fit in HBM or in the expansion tier."""
@@ -74,7 +88,7 @@ def violations(
 
 
 def plan_result(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
+    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
     report: CostReport,
 ) -> dict[str, Any]:
     """{"plan", "cluster", "feasible", "violations", "step_time_s", ...}: one plan's report as

@@ -7,15 +7,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from cost import ModelSpec, TrainingSpec
+from cost import Layer, LayersModel, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
-from .fields import Count, Frozen, Seconds, Size, TokenCount, Usd
+from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
+from .networks import network_catalog
 
 __all__ = [
     "OBJECTIVES",
     "Constraints",
+    "LayersSection",
     "ModelSection",
     "Objective",
     "SearchSection",
@@ -46,8 +48,9 @@ class ModelSection(Frozen):
     @classmethod
     def _transformer_only(cls, kind: str) -> str:
         if kind != "transformer":
-            raise ValueError(f"kind {kind!r} is not supported yet: the cost model knows "
-                             "decoder-only transformers; drop `kind` and give layers, hidden, ...")
+            raise ValueError(f"kind {kind!r} is unknown: use `kind: layers` with a list of "
+                             "{name, forward_flops, params, activation_bytes}, or leave kind "
+                             "out for a decoder-only transformer")
         return kind
 
     @model_validator(mode="after")
@@ -67,12 +70,42 @@ class ModelSection(Frozen):
         return ModelSpec(**values)
 
 
+class LayerEntry(Frozen):
+    """One layer of a layers model, per sample."""
+
+    name: str
+    forward_flops: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    params: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    activation_bytes: Bytes
+
+
+class LayersSection(Frozen):
+    """A network given by its layers (shared/SPEC.md `kind: layers`), trained data-parallel."""
+
+    name: str = "custom"
+    kind: Literal["layers"]
+    layers: Annotated[tuple[LayerEntry, ...], Field(min_length=1, max_length=100_000)]
+
+    def to_model_spec(self) -> LayersModel:
+        return LayersModel(name=self.name, layers=tuple(
+            Layer(name=x.name, forward_flops=x.forward_flops, params=x.params,
+                  activation_bytes=x.activation_bytes) for x in self.layers))
+
+
+def _known_names() -> dict[str, Any]:
+    return {**model_catalog(), **network_catalog()}
+
+
 def resolve_model(value: Any) -> Any:
-    """A catalog name or `{base: NAME, ...overrides}` as the mapping of a ModelSection."""
+    """A catalog name or `{base: NAME, ...overrides}` as the mapping of a ModelSection (or of
+    a LayersSection for the built-in networks)."""
     catalog = model_catalog()
     if isinstance(value, str):
+        networks = network_catalog()
+        if value in networks:
+            return {"kind": "layers", **dataclasses.asdict(networks[value])}
         if value not in catalog:
-            raise ValueError(unknown_name_message("model", value, catalog))
+            raise ValueError(unknown_name_message("model", value, _known_names()))
         return dataclasses.asdict(catalog[value])
     if isinstance(value, dict) and "base" in value:
         base = value["base"]

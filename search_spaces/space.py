@@ -15,7 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from cost import OFFLOAD, RECOMPUTE, ClusterSpec, ModelSpec, Plan, TrainingSpec, structurally_valid
+from cost import (
+    OFFLOAD,
+    RECOMPUTE,
+    SYNC,
+    ClusterSpec,
+    LayersModel,
+    ModelSpec,
+    Plan,
+    TrainingSpec,
+    structurally_valid,
+)
 
 from .catalog import gpu_catalog
 from .choices import Choice, IntRange
@@ -62,7 +72,7 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
     return {n * g for n in nodes for g in per_node}
 
 
-def _plan_choices(spec: StudySpec, model: ModelSpec, training: TrainingSpec
+def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: TrainingSpec
                   ) -> dict[str, tuple[Any, ...]]:
     """Each plan knob's values, less those ruled out whatever the other knobs are: tp must
     divide the heads, pp the layers, cp the sequence, and each some GPU count of the space."""
@@ -71,7 +81,7 @@ def _plan_choices(spec: StudySpec, model: ModelSpec, training: TrainingSpec
     def fills(v: int) -> bool:
         return any(g % v == 0 for g in counts)
 
-    rules = {
+    rules = _layers_rules(training) if isinstance(model, LayersModel) else {
         "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
         "pp": lambda v: model.layers % v == 0 and fills(v),
         "cp": lambda v: model.seq_len % v == 0 and fills(v),
@@ -84,12 +94,25 @@ def _plan_choices(spec: StudySpec, model: ModelSpec, training: TrainingSpec
         given = _values(getattr(spec.plan, name))
         kept = tuple(v for v in given if rules.get(name, lambda _: True)(v))
         if not kept:
-            raise SpecError(f"no value of {given} fits the model ({model.name}: "
-                            f"heads={model.heads}, layers={model.layers}, "
-                            f"seq_len={model.seq_len}, global_batch={training.global_batch}); "
-                            "choose values that divide them", field=f"plan.{name}")
+            raise SpecError(f"no value of {given} fits the model ({_shape(model)}, "
+                            f"global_batch={training.global_batch}); choose values that "
+                            "divide them", field=f"plan.{name}")
         out[name] = kept
     return out
+
+
+def _layers_rules(training: TrainingSpec) -> dict[str, Any]:
+    """A layers model trains data-parallel only: one value for tp, pp, cp, virtual stages."""
+    return {"tp": lambda v: v == 1, "pp": lambda v: v == 1, "cp": lambda v: v == 1,
+            "virtual_stages": lambda v: v == 1,
+            "micro_batch": lambda v: training.global_batch % v == 0}
+
+
+def _shape(model: ModelSpec | LayersModel) -> str:
+    if isinstance(model, LayersModel):
+        return f"{model.name}: a layers model, data-parallel only"
+    return (f"{model.name}: heads={model.heads}, layers={model.layers}, "
+            f"seq_len={model.seq_len}")
 
 
 def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
@@ -111,6 +134,11 @@ def encode_plan_values(name: str, values: Any) -> np.ndarray:
         return np.array([OFFLOAD.index(v) for v in np.ravel(values)], dtype=np.float64)
     if name == "dp":
         return np.array([0 if v is None else v for v in np.ravel(values)], dtype=np.float64)
+    if name == "sync":
+        return np.array([-1 if v is None else SYNC.index(v) for v in np.ravel(values)],
+                        dtype=np.float64)
+    if name == "parameter_servers":
+        return np.array([1 if v is None else v for v in np.ravel(values)], dtype=np.float64)
     return np.asarray(np.ravel(values), dtype=np.float64)
 
 
@@ -119,7 +147,7 @@ class Space:
     """A spec's knobs and their candidate values, plan and cluster alike."""
 
     spec: StudySpec
-    model: ModelSpec
+    model: ModelSpec | LayersModel
     training: TrainingSpec
     choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
 

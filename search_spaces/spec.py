@@ -4,12 +4,20 @@ a fixed one into the cost model's frozen inputs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
 import yaml
-from pydantic import AfterValidator, BaseModel, BeforeValidator, PrivateAttr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    Discriminator,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+)
 
-from cost import ClusterSpec, ModelSpec, Plan, TrainingSpec, plan_violations
+from cost import ClusterSpec, LayersModel, ModelSpec, Plan, TrainingSpec, plan_violations
 
 from .choices import Choice, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection, gpu_spec
@@ -19,6 +27,7 @@ from .messages import from_validation_error, from_yaml_error
 from .plan import PlanSection
 from .sections import (
     Constraints,
+    LayersSection,
     ModelSection,
     Objective,
     SearchSection,
@@ -28,7 +37,12 @@ from .sections import (
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
-CostInputs = tuple[ModelSpec, ClusterSpec, TrainingSpec, Plan]
+CostInputs = tuple[ModelSpec | LayersModel, ClusterSpec, TrainingSpec, Plan]
+
+
+def _model_kind(value: Any) -> str:
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "<layers>" if kind == "layers" else "<transformer>"
 
 
 def _distinct(objective: tuple[str, ...]) -> tuple[str, ...]:
@@ -41,7 +55,10 @@ class StudySpec(Frozen):
     """One study: what is trained, on what cluster, the plan space, the goal and the search."""
 
     name: str = "study"
-    model: Annotated[ModelSection, BeforeValidator(resolve_model)]
+    model: Annotated[
+        Union[Annotated[ModelSection, Tag("<transformer>")],  # noqa: UP007
+              Annotated[LayersSection, Tag("<layers>")]],
+        Discriminator(_model_kind), BeforeValidator(resolve_model)]
     training: TrainingSection
     cluster: ClusterSection
     plan: PlanSection = PlanSection()

@@ -37,7 +37,7 @@ def brute_force_count(data: dict[str, Any]) -> int:
     cost.plan_violations finds nothing and sequence parallelism is not a no-op (tp = 1)."""
     plan_values = {k: as_list(data["plan"].get(k, default))
                    for k, default in zip(PLAN_FIELDS, (1, 1, None, 1, 1, 1, "none", False, 0,
-                                                        "none"), strict=True)}
+                                                        "none", None, None), strict=True)}
     total = 0
     for nodes in as_list(data["cluster"]["nodes"]):
         fixed = parse_spec({**data, "cluster": {**data["cluster"], "nodes": nodes}, "plan": {}})
@@ -48,7 +48,9 @@ def brute_force_count(data: dict[str, Any]) -> int:
                 continue
             plan = cost.Plan(**{**v, "dp": v["dp"] or 0,
                                 "recompute": cost.RECOMPUTE.index(v["recompute"]),
-                                "offload": cost.OFFLOAD.index(v["offload"])})
+                                "offload": cost.OFFLOAD.index(v["offload"]),
+                                "sync": -1 if v["sync"] is None else cost.SYNC.index(v["sync"]),
+                                "parameter_servers": v["parameter_servers"] or 1})
             total += cost.plan_violations(model, cluster, training, plan) == []
     return total
 

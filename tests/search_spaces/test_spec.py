@@ -179,8 +179,11 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
     ("spot without price", _section("cluster", gpu="gb200", pricing="spot", gpus_per_node=4),
      "cluster.pricing", "spot"),
     ("twice the same objective", _spec(objective=["cost", "cost"]), "objective", "twice"),
-    ("layers model", _spec(model={"name": "r", "kind": "layers", "layers": 4, "hidden": 8,
-                                  "heads": 1, "vocab": 1, "seq_len": 1}), "model.kind", "kind"),
+    ("unknown model kind", _spec(model={"name": "r", "kind": "cnn", "layers": 4, "hidden": 8,
+                                        "heads": 1, "vocab": 1, "seq_len": 1}),
+     "model.kind", "kind"),
+    ("layers model without layers", _spec(model={"name": "r", "kind": "layers", "layers": 4}),
+     "model.layers", "tuple"),
 ]
 
 
