@@ -42,6 +42,8 @@ class Efficiency:
     """Fraction of datasheet HBM bandwidth that memory-bound kernels reach."""
     network_fraction: float = 0.80
     """Fraction of link bandwidth that NCCL collectives reach (bus bandwidth / link rate)."""
+    message_overhead_s: float = 1e-6
+    """Seconds a rank spends posting one message of a one-shot (direct) collective."""
     dp_overlap: float = 1.0
     """Share of the pass next to it that hides data-parallel traffic: gradient buckets reduce
     during the last backward, weight gathers during the first forward (Megatron-Core, DeepSpeed

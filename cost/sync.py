@@ -42,19 +42,24 @@ def hierarchical_allreduce_s(nbytes: Value, n: Value, per_node: Value, *, up_bw:
     return np.where(n > 1, inside + across, 0.0)
 
 
-def direct_allreduce_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Value:
+def direct_allreduce_s(nbytes: Value, n: Value, bw: Value, lat: Value,
+                       message_s: Value = 0.0) -> Value:
     """One-shot reduce-scatter and all-gather by direct remote writes: the ring's bandwidth
-    term, 2(n-1)/n·M/bw, but two synchronisations instead of 2(n-1) latency steps."""
-    return np.where(n > 1, 2.0 * (n - 1.0) / n * nbytes / bw + 2.0 * lat, 0.0)
+    term, 2(n-1)/n·M/bw, and two synchronisations instead of 2(n-1) latency steps, but each
+    rank posts 2(n-1) writes of `message_s` each: fast on a few nodes, not on thousands."""
+    return np.where(n > 1, 2.0 * (n - 1.0) / n * nbytes / bw + 2.0 * lat
+                    + 2.0 * (n - 1.0) * message_s, 0.0)
 
 
 def parameter_server_s(nbytes: Value, n: Value, servers: Value, *, worker_bw: Value,
-                       server_bw: Value, lat: Value) -> Value:
+                       server_bw: Value, lat: Value, message_s: Value = 0.0) -> Value:
     """Every worker pushes its gradients and pulls the weights (2M over its link); each of the
-    s servers receives and sends n·M/s over its own link: max(2M/bw_w, 2nM/(s·bw_s)) + 2
-    latencies. One server caps the throughput of many fast workers; more servers lift it."""
+    s servers receives and sends n·M/s over its own link and handles 2n/s messages:
+    max(2M/bw_w, 2nM/(s·bw_s) + 2n/s·message_s) + 2 latencies. One server caps the
+    throughput of many fast workers; more servers lift it."""
     s = np.maximum(servers, 1.0)
-    return np.maximum(2.0 * nbytes / worker_bw, 2.0 * n * nbytes / (s * server_bw)) + 2.0 * lat
+    served = 2.0 * n * nbytes / (s * server_bw) + 2.0 * n / s * message_s
+    return np.maximum(2.0 * nbytes / worker_bw, served) + 2.0 * lat
 
 
 def gradient_sync_s(nbytes: Value, *, n: Value, stride: Value, cluster: ClusterSpec,
@@ -76,9 +81,9 @@ def gradient_sync_s(nbytes: Value, *, n: Value, stride: Value, cluster: ClusterS
         tree_allreduce_s(nbytes, n, bw, lat),
         hierarchical_allreduce_s(nbytes, n, per_node, up_bw=up, out_bw=out,
                                  up_lat=up_lat, out_lat=out_lat),
-        direct_allreduce_s(nbytes, n, bw, lat),
+        direct_allreduce_s(nbytes, n, bw, lat, eff.message_overhead_s),
         parameter_server_s(nbytes, n, servers, worker_bw=np.minimum(bw, out), server_bw=ps_bw,
-                           lat=out_lat),
+                           lat=out_lat, message_s=eff.message_overhead_s),
     )]
     fastest = np.minimum(np.minimum(times[0], times[1]), times[2])
     shape = np.broadcast_shapes(*(t.shape for t in times), np.shape(sync))

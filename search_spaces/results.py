@@ -96,6 +96,7 @@ def plan_result(
     numbers = report.result()
     return {
         "model": model.name,
+        "workload": "layers" if isinstance(model, LayersModel) else "transformer",
         "plan": plan_as_dict(plan, gpus=_one(cluster.gpus)),
         "cluster": cluster_as_dict(cluster),
         "feasible": numbers.pop("feasible"),

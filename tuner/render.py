@@ -31,11 +31,14 @@ def to_json(value: Any) -> str:
 
 
 def _plan_line(plan: Mapping[str, Any]) -> str:
+    sync = plan.get("sync", "auto")
+    servers = f" parameter_servers={plan.get('parameter_servers', 1)}" \
+        if sync == "parameter_server" else ""
     return (f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']} cp={plan['cp']} "
             f"virtual_stages={plan['virtual_stages']} micro_batch={plan['micro_batch']} "
             f"recompute={plan['recompute']} "
             f"sequence_parallel={str(plan['sequence_parallel']).lower()} "
-            f"zero={plan['zero']} offload={plan['offload']}")
+            f"zero={plan['zero']} offload={plan['offload']} sync={sync}{servers}")
 
 
 def _time_rows(result: Mapping[str, Any]) -> list[str]:
@@ -63,7 +66,8 @@ def _memory_rows(result: Mapping[str, Any]) -> list[str]:
 def _headline_rows(result: Mapping[str, Any]) -> list[str]:
     return [
         f"  step time         {result['step_time_s']:.3f} s",
-        f"  tokens/s          {result['tokens_per_s']:,.0f}",
+        f"  {'samples/s' if result.get('workload') == 'layers' else 'tokens/s':<18}"
+        f"{result['tokens_per_s']:,.0f}",
         f"  MFU               {100.0 * result['mfu']:.1f} %",
         f"  model TFLOP/s/GPU {result['model_flops_per_gpu'] / 1e12:.1f}",
     ]

@@ -1,0 +1,61 @@
+"""Gradient synchronisation: textbook costs, and the parameter-server bottleneck of CM-DARE."""
+
+from __future__ import annotations
+
+import pytest
+
+from cost import SYNC, ClusterSpec, Plan, TrainingSpec, evaluate
+from cost.sync import (
+    direct_allreduce_s,
+    hierarchical_allreduce_s,
+    parameter_server_s,
+)
+from search_spaces import gpu_catalog
+from search_spaces.networks import network_catalog
+
+
+def test_direct_has_two_synchronisations_and_the_ring_bandwidth() -> None:
+    assert direct_allreduce_s(1e9, 8.0, 1e10, 1e-5) == pytest.approx(2 * 7 / 8 * 0.1 + 2e-5)
+    with_messages = direct_allreduce_s(1e9, 8.0, 1e10, 1e-5, 1e-6)
+    assert with_messages == pytest.approx(2 * 7 / 8 * 0.1 + 2e-5 + 14e-6)
+
+
+def test_hierarchical_splits_inside_and_across_nodes() -> None:
+    # 16 ranks, 8 per node: 2(7/8) M/up inside, 2(1/2)(M/8)/out across
+    got = hierarchical_allreduce_s(8e9, 16.0, 8.0, up_bw=1e11, out_bw=1e10, up_lat=0.0,
+                                   out_lat=0.0)
+    assert got == pytest.approx(2 * 7 / 8 * 8e9 / 1e11 + 2 * 0.5 * 1e9 / 1e10)
+
+
+def test_parameter_servers_share_the_load() -> None:
+    one = parameter_server_s(1e8, 8.0, 1.0, worker_bw=1e9, server_bw=1e9, lat=0.0)
+    two = parameter_server_s(1e8, 8.0, 2.0, worker_bw=1e9, server_bw=1e9, lat=0.0)
+    assert one == pytest.approx(2 * 8 * 1e8 / 1e9) and two == pytest.approx(one / 2)
+
+
+def cm_dare(workers: int, sync: str, servers: int = 1) -> float:
+    """Images/s of ResNet-32 on P100 cloud workers (one GPU per VM, 128 images per step)."""
+    cluster = ClusterSpec.of(gpu_catalog()["p100"], nodes=workers, gpus_per_node=1,
+                             scale_up_domain_gpus=1, scale_out_bandwidth_bytes_per_s=2e9,
+                             parameter_server_bandwidth_bytes_per_s=1e9)
+    training = TrainingSpec(global_batch=128 * workers, precision="fp32")
+    code = -1 if sync == "auto" else SYNC.index(sync)
+    plan = Plan(micro_batch=128, sync=code, parameter_servers=servers)
+    return float(evaluate(network_catalog()["resnet-32"], cluster, training, plan).tokens_per_s)
+
+
+def test_one_parameter_server_caps_a_p100_cluster_and_a_second_lifts_it() -> None:
+    one = [cm_dare(n, "parameter_server") for n in (1, 2, 4, 8, 16)]
+    assert one[2] > 3.5 * one[0]  # scales while the server keeps up
+    assert one[4] < 1.1 * one[3]  # then stops: the server's link is the bottleneck
+    assert cm_dare(16, "parameter_server", servers=2) > 1.8 * one[4]
+
+
+def test_ring_allreduce_keeps_scaling() -> None:
+    ring = [cm_dare(n, "ring") for n in (1, 4, 16)]
+    assert ring[1] > 3.8 * ring[0] and ring[2] > 3.8 * ring[1]
+
+
+def test_auto_is_the_fastest_collective() -> None:
+    collectives = [cm_dare(16, s) for s in ("ring", "tree", "hierarchical")]
+    assert cm_dare(16, "auto") == pytest.approx(max(collectives))
