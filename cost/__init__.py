@@ -4,7 +4,7 @@ Knows nothing of Optuna, files or the command line; needs numpy and the standard
 """
 
 from .breakdown import CostReport, MemoryUse, Price, StepTime
-from .efficiency import DEFAULT_EFFICIENCY, Efficiency
+from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
 from .errors import CostModelError
 from .evaluate import evaluate
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
@@ -27,6 +27,7 @@ COST_MODEL_VERSION = "1"
 __all__ = [
     "COST_MODEL_VERSION",
     "DEFAULT_EFFICIENCY",
+    "FALLBACK_GEMM_FRACTION",
     "OFFLOAD",
     "PRECISIONS",
     "RECOMPUTE",

@@ -8,7 +8,10 @@ fits them to a user's own measurements.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .inputs import GPUSpec
 
 __all__ = ["DEFAULT_EFFICIENCY", "FALLBACK_GEMM_FRACTION", "Efficiency"]
 
@@ -24,6 +27,8 @@ class Efficiency:
     gemm_fraction: float | None = None
     """Fraction of dense peak FLOP/s a large GEMM sustains in training; None: the GPU's own
     (GPUSpec.gemm_fraction, from the catalog), else FALLBACK_GEMM_FRACTION."""
+    gemm_fraction_by_gpu: tuple[tuple[str, float], ...] = ()
+    """(GPU name, GEMM fraction) pairs of a calibration profile; they win over the rest."""
     gemm_half_dim: float = 256.0
     """A GEMM dimension d runs at d / (d + gemm_half_dim) of the large-GEMM rate (tiles, waves)."""
     attention_fraction: float = 0.55
@@ -66,15 +71,25 @@ class Efficiency:
     usable_fraction: float = 0.95
     """Fraction of the rest that the allocator can fill before fragmentation stops it."""
 
-    def as_dict(self) -> dict[str, float | bool | None]:
-        return {k: (v if v is None or isinstance(v, bool) else float(v))
-                for k, v in asdict(self).items()}
+    def as_dict(self) -> dict[str, Any]:
+        """Builtin types only: the GPU pairs as a mapping, numbers as floats."""
+        out: dict[str, Any] = {}
+        for k, v in asdict(self).items():
+            if k == "gemm_fraction_by_gpu":
+                out[k] = {name: float(f) for name, f in v}
+            else:
+                out[k] = v if v is None or isinstance(v, bool) else float(v)
+        return out
 
-    def gemm_fraction_for(self, gpu_fraction: float | None) -> float:
-        """This profile's GEMM fraction, else the GPU's, else FALLBACK_GEMM_FRACTION."""
+    def gemm_fraction_for(self, gpu: GPUSpec) -> float:
+        """The GEMM fraction for `gpu`: this profile's for that GPU (gemm_fraction_by_gpu), else
+        this profile's for all, else the GPU's catalog value, else FALLBACK_GEMM_FRACTION."""
+        by_gpu = dict(self.gemm_fraction_by_gpu)
+        if gpu.name in by_gpu:
+            return by_gpu[gpu.name]
         if self.gemm_fraction is not None:
             return self.gemm_fraction
-        return FALLBACK_GEMM_FRACTION if gpu_fraction is None else gpu_fraction
+        return FALLBACK_GEMM_FRACTION if gpu.gemm_fraction is None else gpu.gemm_fraction
 
     def with_(self, **changes: Any) -> Efficiency:
         return replace(self, **changes)

@@ -60,7 +60,7 @@ def _compute_s(model: LayersModel, cluster: ClusterSpec, training: TrainingSpec,
     `elementwise_passes_ffn` HBM passes over its activations and `layer_overhead_s` of kernel
     launches per layer; backward twice the forward."""
     gpu = cluster.gpu
-    peak = gpu.peak_for(training.precision) * eff.gemm_fraction_for(gpu.gemm_fraction)
+    peak = gpu.peak_for(training.precision) * eff.gemm_fraction_for(gpu)
     rate = peak * batch / (batch + eff.layers_batch_half)
     passes = memory_bound_s(eff.elementwise_passes_ffn * model.activation_bytes * batch,
                             hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)

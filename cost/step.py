@@ -42,7 +42,7 @@ def layer_times(
     act = element_bytes(training.precision)["activation"]
     tokens = r.tokens_per_micro_batch
 
-    fraction = eff.gemm_fraction_for(gpu.gemm_fraction)
+    fraction = eff.gemm_fraction_for(gpu)
     gemms: Value = 0.0
     for g in layer_gemms(model):
         k = g.k / r.tp if g.tp_sharded_k else g.k
@@ -138,7 +138,7 @@ def _logits_s(
     gemm = gemm_s(tokens, float(model.hidden), model.vocab / r.tp,
                   peak_flops_per_s=gpu.peak_for(training.precision),
                   hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
-                  fraction=eff.gemm_fraction_for(gpu.gemm_fraction), eff=eff)
+                  fraction=eff.gemm_fraction_for(gpu), eff=eff)
     loss = memory_bound_s(16.0 * tokens * model.vocab / r.tp,
                           hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     return 3.0 * gemm + loss

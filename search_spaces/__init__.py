@@ -4,6 +4,7 @@ the GPU and model catalogs, declarative choices, and the conversion to `cost` in
 Uses pydantic and PyYAML; knows nothing of Optuna (shared/STYLE.md, sec. 1 and 10).
 """
 
+from .calibration import load_profile, profile_text
 from .catalog import gpu_catalog, gpu_info, model_catalog, model_info
 from .choices import Choice, IntRange, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection
@@ -41,6 +42,7 @@ __all__ = [
     "gpu_catalog",
     "gpu_info",
     "is_choice",
+    "load_profile",
     "load_spec",
     "model_catalog",
     "model_info",
@@ -48,5 +50,6 @@ __all__ = [
     "parse_spec",
     "plan_as_dict",
     "plan_result",
+    "profile_text",
     "violations",
 ]

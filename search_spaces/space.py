@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 
 from cost import (
+    DEFAULT_EFFICIENCY,
     OFFLOAD,
     RECOMPUTE,
     SYNC,
     ClusterSpec,
+    Efficiency,
     LayersModel,
     ModelSpec,
     Plan,
@@ -150,6 +152,7 @@ class Space:
     model: ModelSpec | LayersModel
     training: TrainingSpec
     choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
+    efficiency: Efficiency = DEFAULT_EFFICIENCY  # the spec's calibration profile
 
     @classmethod
     def from_spec(cls, spec: StudySpec) -> Space:
@@ -160,7 +163,8 @@ class Space:
                 f"cluster.{k}": v for k, v in _cluster_choices(spec.cluster).items()}}
         except SpecError as err:
             raise err.with_file(spec.file) from err
-        return cls(spec=spec, model=model, training=training, choices=choices)
+        return cls(spec=spec, model=model, training=training, choices=choices,
+                   efficiency=spec.efficiency())
 
     @property
     def searched(self) -> list[str]:

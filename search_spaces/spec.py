@@ -17,8 +17,18 @@ from pydantic import (
     ValidationError,
 )
 
-from cost import ClusterSpec, LayersModel, ModelSpec, Plan, TrainingSpec, plan_violations
+from cost import (
+    DEFAULT_EFFICIENCY,
+    ClusterSpec,
+    Efficiency,
+    LayersModel,
+    ModelSpec,
+    Plan,
+    TrainingSpec,
+    plan_violations,
+)
 
+from .calibration import load_profile
 from .choices import Choice, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection, gpu_spec
 from .errors import SpecError
@@ -80,6 +90,19 @@ class StudySpec(Frozen):
         if self.cluster.expansion is not None:
             found += [f"cluster.expansion.{k}" for k, v in self.cluster.expansion if is_choice(v)]
         return found
+
+    def efficiency(self) -> Efficiency:
+        """The cost model's efficiency: the `calibration` profile (a path relative to the
+        spec's file), or the defaults."""
+        if self.calibration is None:
+            return DEFAULT_EFFICIENCY
+        path = Path(self.calibration)
+        if not path.is_absolute() and self.file:
+            path = Path(self.file).parent / path
+        try:
+            return load_profile(path)
+        except SpecError as err:
+            raise SpecError(str(err), file=self.file, field="calibration") from err
 
     @property
     def is_fixed(self) -> bool:

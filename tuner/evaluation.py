@@ -52,9 +52,9 @@ def cluster_values(space: Space, chosen: Mapping[str, Any]) -> dict[str, Any]:
 def evaluate_chunks(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any],
                     efficiency: Efficiency | None = None) -> Iterator[Evaluated]:
     """The cost model and the scores on every valid plan of `cluster` with `fixed` knobs."""
-    extra = {} if efficiency is None else {"efficiency": efficiency}
+    eff = space.efficiency if efficiency is None else efficiency
     for plans in space.plans(cluster, fixed):
-        report = evaluate(space.model, cluster, space.training, plans, **extra)
+        report = evaluate(space.model, cluster, space.training, plans, efficiency=eff)
         yield Evaluated(plans, report, score(report, space.spec.objective,
                                              space.spec.constraints))
 
@@ -96,7 +96,8 @@ _LIMITS = {"max_cost": "cost to train", "max_days": "days to train", "max_gpus":
 def result_of(space: Space, candidate: Candidate) -> dict[str, Any]:
     """The PLAN_RESULT of shared/SPEC.md for a candidate (one more scalar evaluation), its
     feasibility and violations including the spec's constraints."""
-    report = evaluate(space.model, candidate.cluster, space.training, candidate.plan)
+    report = evaluate(space.model, candidate.cluster, space.training, candidate.plan,
+                      efficiency=space.efficiency)
     result = plan_result(space.model, candidate.cluster, space.training, candidate.plan, report)
     for name, what in _LIMITS.items():
         excess = candidate.constraints.get(name, 0.0)

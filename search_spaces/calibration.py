@@ -1,0 +1,73 @@
+"""Calibration profiles: the cost model's efficiency parameters fitted to measured runs
+(`tuner calibrate` writes them; a spec names one with `calibration: FILE`)."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cost import DEFAULT_EFFICIENCY, Efficiency
+
+from .errors import SpecError
+
+__all__ = ["load_profile", "profile_text"]
+
+_FRACTIONS = ("gemm_fraction", "attention_fraction", "hbm_fraction", "network_fraction",
+              "dp_overlap", "tp_overlap", "usable_fraction", "overlap_slowdown")
+
+
+def _check(name: str, value: Any, file: str) -> float | bool | None:
+    if name == "flash_attention":
+        if not isinstance(value, bool):
+            raise SpecError("must be true or false", file=file, field=f"efficiency.{name}")
+        return value
+    if value is None and name == "gemm_fraction":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise SpecError(f"must be a number >= 0, got {value!r}", file=file,
+                        field=f"efficiency.{name}")
+    if name in _FRACTIONS and value > 1:
+        raise SpecError(f"is a fraction: give a value in [0, 1], got {value}", file=file,
+                        field=f"efficiency.{name}")
+    return float(value)
+
+
+def load_profile(path: str | Path) -> Efficiency:
+    """The Efficiency of a profile file: `efficiency: {field: value}` over the defaults and
+    `gemm_fraction_by_gpu: {gpu: fraction}`. SpecError names the file and field."""
+    file = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise SpecError("no such calibration profile; check the path (relative to the spec) "
+                        "or run `tuner calibrate`", file=file) from None
+    except yaml.YAMLError as err:
+        raise SpecError(f"malformed YAML ({err.__class__.__name__}); fix the file", file=file) \
+            from err
+    if not isinstance(data, dict):
+        raise SpecError("a profile is a mapping with `efficiency` and `gemm_fraction_by_gpu`",
+                        file=file)
+    known = {f.name for f in fields(Efficiency)} - {"gemm_fraction_by_gpu"}
+    given = data.get("efficiency") or {}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise SpecError(f"unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}",
+                        file=file, field="efficiency")
+    values = {k: _check(k, v, file) for k, v in given.items()}
+    by_gpu = data.get("gemm_fraction_by_gpu") or {}
+    pairs = tuple((str(g), float(_check("gemm_fraction", f, file) or 0.0))
+                  for g, f in sorted(by_gpu.items()))
+    return DEFAULT_EFFICIENCY.with_(**values, gemm_fraction_by_gpu=pairs)
+
+
+def profile_text(efficiency: Efficiency, *, header: str) -> str:
+    """A profile file for `efficiency`: only the fields that differ from the defaults."""
+    base, mine = DEFAULT_EFFICIENCY.as_dict(), efficiency.as_dict()
+    changed = {k: v for k, v in mine.items()
+               if k != "gemm_fraction_by_gpu" and v != base[k]}
+    body = {"efficiency": changed, "gemm_fraction_by_gpu": mine["gemm_fraction_by_gpu"]}
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return comment + yaml.safe_dump(body, sort_keys=True)

@@ -1,0 +1,84 @@
+"""`tuner calibrate`: the fit recovers a known efficiency, held-out error falls, profiles apply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from cost import DEFAULT_EFFICIENCY, evaluate
+from search_spaces import load_spec
+from tests.tuner.specs import tiny, write
+from tuner.calibrate import errors, fit, read_measurements, split
+from tuner.cli import main
+
+TRUE = DEFAULT_EFFICIENCY.with_(gemm_fraction_by_gpu=(("a100-80gb", 0.45),))
+
+
+def measured_runs(tmp_path: Path) -> Path:
+    """Six fixed runs of the tiny model 'measured' with a known GEMM fraction of 0.45."""
+    rows = ["spec,measured_step_time_s"]
+    for i, (tp, pp, mb) in enumerate([(1, 1, 1), (2, 1, 2), (4, 1, 1), (8, 1, 4), (2, 2, 1),
+                                      (1, 4, 2)]):
+        data = tiny(f"run{i}", plan={"tp": tp, "pp": pp, "micro_batch": mb})
+        data["model"]["hidden"] = 2048
+        data["model"]["heads"] = 16
+        path = write(tmp_path, data)
+        spec = load_spec(path)
+        seconds = float(evaluate(*spec.to_cost_inputs(), efficiency=TRUE).step_time_s)
+        rows.append(f"{path.name},{seconds}")
+    csv_path = tmp_path / "runs.csv"
+    csv_path.write_text("\n".join(rows) + "\n")
+    return csv_path
+
+
+def test_fit_recovers_the_gemm_fraction_and_lowers_held_out_error(tmp_path: Path) -> None:
+    rows = read_measurements(measured_runs(tmp_path))
+    train, held = split(rows, 0.5, seed=0)
+    fitted = fit(train, DEFAULT_EFFICIENCY)
+    assert dict(fitted.gemm_fraction_by_gpu)["a100-80gb"] == pytest.approx(0.45, abs=0.02)
+    before = abs(errors(held, DEFAULT_EFFICIENCY)).mean()
+    after = abs(errors(held, fitted)).mean()
+    assert after < before / 5 and after < 0.03
+
+
+def test_cli_writes_a_profile_that_specs_apply(tmp_path: Path) -> None:
+    out = tmp_path / "profile.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(measured_runs(tmp_path)), "--out",
+                                       str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "held_out" in result.output
+    profile = yaml.safe_load(out.read_text())
+    assert profile["gemm_fraction_by_gpu"]["a100-80gb"] == pytest.approx(0.45, abs=0.02)
+    data = tiny("calibrated", plan={"tp": 2})
+    data["calibration"] = "profile.yaml"
+    spec = load_spec(write(tmp_path, data))
+    slow = float(evaluate(*spec.to_cost_inputs(), efficiency=spec.efficiency()).step_time_s)
+    fast = float(evaluate(*spec.to_cost_inputs()).step_time_s)
+    assert slow > fast
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    ("spec,measured_step_time_s\nmissing.yaml,1.0\n", "missing.yaml"),
+    ("spec,measured_step_time_s\n,1.0\n", "spec"),
+    ("spec,measured_step_time_s\nx.yaml,-3\n", "measured_step_time_s"),
+    ("spec\n", "no measurements"),
+])
+def test_bad_measurements_exit_2_with_one_line(tmp_path: Path, content: str, words: str) -> None:
+    csv_path = tmp_path / "bad.csv"
+    csv_path.write_text(content)
+    result = CliRunner().invoke(main, ["calibrate", str(csv_path), "--out",
+                                       str(tmp_path / "p.yaml")])
+    assert result.exit_code == 2
+    assert words in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text("efficiency: {gemm_fraction: 3}\n")
+    data = tiny("badprofile", plan={"tp": 2})
+    data["calibration"] = "p.yaml"
+    result = CliRunner().invoke(main, ["evaluate", str(write(tmp_path, data))])
+    assert result.exit_code == 2 and "calibration" in result.output

@@ -1,0 +1,54 @@
+"""`tuner calibrate MEASUREMENTS.csv --out FILE`: fit a calibration profile to measured runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cost import DEFAULT_EFFICIENCY
+from search_spaces import profile_text
+
+from . import render
+from .calibrate import errors, fit, read_measurements, split, summary
+
+__all__ = ["calibrate"]
+
+
+def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
+    if not before.get("rows"):
+        return f"  {name:<9} no rows"
+    return (f"  {name:<9} {before['rows']:>3} runs: mean |error| "
+            f"{100 * before['mean_abs_error']:5.1f}% -> {100 * after['mean_abs_error']:5.1f}%, "
+            f"largest {100 * before['max_abs_error']:5.1f}% -> "
+            f"{100 * after['max_abs_error']:5.1f}%")
+
+
+@click.command()
+@click.argument("csv_path", metavar="MEASUREMENTS.csv", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="Where to write the profile (YAML) that specs name with `calibration:`.")
+@click.option("--holdout", default=0.5, show_default=True, type=click.FloatRange(0.0, 0.9),
+              help="Share of the runs held out of the fit to report its error on.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Seed of the split.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+def calibrate(csv_path: str, out: str, holdout: float, seed: int, as_json: bool) -> None:
+    """Fit the model's efficiency (per-GPU GEMM fraction, network) to measured step times."""
+    rows = read_measurements(csv_path)
+    fitted_rows, held = split(rows, holdout, seed)
+    fitted = fit(fitted_rows, DEFAULT_EFFICIENCY)
+    report = {name: {"before": summary(errors(part, DEFAULT_EFFICIENCY)),
+                     "after": summary(errors(part, fitted))}
+              for name, part in (("fit", fitted_rows), ("held_out", held))}
+    header = (f"written by `tuner calibrate {csv_path}`: {len(fitted_rows)} runs fitted, "
+              f"{len(held)} held out (seed {seed})")
+    Path(out).write_text(profile_text(fitted, header=header), encoding="utf-8")
+    if as_json:
+        click.echo(render.to_json({"profile": out, **report,
+                                   "efficiency": fitted.as_dict()}))
+        return
+    click.echo(f"wrote {out}")
+    for name in ("fit", "held_out"):
+        click.echo(_line(name, report[name]["before"], report[name]["after"]))
