@@ -58,7 +58,7 @@ def structurally_valid(
 ) -> Array:
     """True where a plan (any field an array) breaks no structural rule."""
     if isinstance(model, LayersModel):
-        return ~layers_violations(plan.arrays(cluster.gpus), training)
+        return ~layers_violations(plan.arrays(cluster.gpus), training, model)
     return valid_mask(model, cluster, training, resolve(model, cluster, training, plan))
 
 
@@ -69,9 +69,10 @@ def plan_violations(
     if isinstance(model, LayersModel):
         if bool(np.ravel(structurally_valid(model, cluster, training, plan))[0]):
             return []
-        return [f"a layers model ({model.name}) trains data-parallel: tp, pp and cp must be 1, "
-                "dp the GPUs of the cluster, and dp·micro_batch must divide global_batch="
-                f"{training.global_batch}"]
+        return [f"a layers model ({model.name}) trains data-parallel in pipeline stages: tp, "
+                f"cp and virtual_stages must be 1, pp at most its {len(model.layers)} layers, "
+                "dp·pp the GPUs of the cluster, and dp·micro_batch must divide "
+                f"global_batch={training.global_batch}"]
     r = resolve(model, cluster, training, plan)
     masks = violation_masks(model, cluster, training, r)
     v = {name: float(np.ravel(getattr(r, name))[0]) for name in

@@ -83,7 +83,7 @@ def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: Tra
     def fills(v: int) -> bool:
         return any(g % v == 0 for g in counts)
 
-    rules = _layers_rules(training) if isinstance(model, LayersModel) else {
+    rules = _layers_rules(training, model) if isinstance(model, LayersModel) else {
         "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
         "pp": lambda v: model.layers % v == 0 and fills(v),
         "cp": lambda v: model.seq_len % v == 0 and fills(v),
@@ -103,16 +103,16 @@ def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: Tra
     return out
 
 
-def _layers_rules(training: TrainingSpec) -> dict[str, Any]:
-    """A layers model trains data-parallel only: one value for tp, pp, cp, virtual stages."""
-    return {"tp": lambda v: v == 1, "pp": lambda v: v == 1, "cp": lambda v: v == 1,
-            "virtual_stages": lambda v: v == 1,
+def _layers_rules(training: TrainingSpec, model: LayersModel) -> dict[str, Any]:
+    """A layers model trains data-parallel in pipeline stages: tp, cp, virtual stages 1."""
+    return {"tp": lambda v: v == 1, "pp": lambda v: v <= len(model.layers),
+            "cp": lambda v: v == 1, "virtual_stages": lambda v: v == 1,
             "micro_batch": lambda v: training.global_batch % v == 0}
 
 
 def _shape(model: ModelSpec | LayersModel) -> str:
     if isinstance(model, LayersModel):
-        return f"{model.name}: a layers model, data-parallel only"
+        return f"{model.name}: a layers model, data-parallel in pipeline stages"
     return (f"{model.name}: heads={model.heads}, layers={model.layers}, "
             f"seq_len={model.seq_len}")
 

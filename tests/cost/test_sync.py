@@ -59,3 +59,21 @@ def test_ring_allreduce_keeps_scaling() -> None:
 def test_auto_is_the_fastest_collective() -> None:
     collectives = [cm_dare(16, s) for s in ("ring", "tree", "hierarchical")]
     assert cm_dare(16, "auto") == pytest.approx(max(collectives))
+
+
+def test_pipeline_stages_of_a_layers_model_balance_and_add_a_bubble() -> None:
+    from cost.layers import stage_split
+
+    model = network_catalog()["resnet-50"]
+    ranges = stage_split(model, 4)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(model.layers)
+    flops = [sum(x.forward_flops for x in model.layers[a:b]) for a, b in ranges]
+    assert max(flops) < 1.1 * sum(flops) / 4
+    cluster = ClusterSpec.of(gpu_catalog()["v100-32gb"], nodes=1)
+    training = TrainingSpec(global_batch=256, precision="fp32")
+    one = evaluate(model, cluster, training, Plan(pp=1, micro_batch=32))
+    four = evaluate(model, cluster, training, Plan(pp=4, micro_batch=8))
+    assert bool(one.valid) and bool(four.valid)
+    assert float(four.step.pp_bubble) > 0 and float(one.step.pp_bubble) == 0
+    # balanced by FLOPs, the late stages hold most of the weights but never all of them
+    assert float(four.memory.weights) < float(one.memory.weights)
