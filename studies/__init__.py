@@ -17,10 +17,18 @@ from .metadata import (
     target_trials,
 )
 from .records import RESULT_ATTR, is_feasible, record_result, result_of
+from .recovery import (
+    JOURNAL_STALE_S,
+    WORKER_ATTR,
+    fail_silent_trials,
+    recover_stale_trials,
+    stamp_trial,
+    uses_stamps,
+    worker_identity,
+)
 from .storage import (
     DEFAULT_STORAGE_URL,
     ENV_VAR,
-    fail_silent_trials,
     open_storage,
     redact_url,
     storage_url,
@@ -29,8 +37,10 @@ from .storage import (
 __all__ = [
     "DEFAULT_STORAGE_URL",
     "ENV_VAR",
+    "JOURNAL_STALE_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
+    "WORKER_ATTR",
     "StudyError",
     "best_results",
     "create_or_continue",
@@ -41,12 +51,16 @@ __all__ = [
     "load_study",
     "open_storage",
     "record_result",
+    "recover_stale_trials",
     "redact_url",
     "result_of",
     "set_target_trials",
     "spec_digest",
+    "stamp_trial",
     "storage_url",
     "stored_spec",
     "target_trials",
     "trials_table",
+    "uses_stamps",
+    "worker_identity",
 ]

@@ -1,33 +1,38 @@
 """Where studies live: the storage URL (CLI, environment, default), its redaction for output,
-and opening it as an Optuna RDBStorage with heartbeats and retries of stale trials."""
+and opening it as an Optuna RDBStorage (heartbeats, retries of stale trials, SQLite lock
+retries) or a JournalStorage (a log file on a shared file system)."""
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import os
 import re
+import sqlite3
 import warnings
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import optuna
+import optuna.storages.journal
 import sqlalchemy
 import sqlalchemy.exc
-import sqlalchemy.orm
-from optuna.storages._rdb.models import TrialHeartbeatModel
-from optuna.trial import TrialState
 from sqlalchemy.engine import make_url
 
 from .errors import StudyError
+from .recovery import fail_silent_trials
+from .retry import RetryingSQLiteStorage
 
-__all__ = ["DEFAULT_STORAGE_URL", "ENV_VAR", "fail_silent_trials", "open_storage", "redact_url",
-           "storage_url"]
+__all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_STORAGE_URL", "ENV_VAR", "JOURNAL_SCHEME",
+           "fail_silent_trials", "open_storage", "redact_url", "storage_url"]
 
 DEFAULT_STORAGE_URL = "sqlite:///studies/studies.db"
 """SQLite file `studies/studies.db`, relative to the current directory."""
 
 ENV_VAR = "TUNER_STORAGE"
+JOURNAL_SCHEME = "journal://"
+"""`journal:///abs/path/study.log`: an Optuna journal file, for workers on a shared file system."""
+CONNECT_TIMEOUT_S = 5
+"""Seconds to wait for a database server to accept a connection."""
 
 _PASSWORD = re.compile(r"(?P<head>://[^:/?#@]*:)[^@/?#]*(?P<tail>@)")
 
@@ -60,8 +65,18 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def _prepare_sqlite_dir(url: str, path: Path) -> None:
-    """Create the parent directory of a SQLite file; it must be writable."""
+def _journal_path(url: str) -> Path | None:
+    """The file of a journal storage: `journal:///abs/path.log`, or a bare path ending in
+    .log or .journal; None for other URLs."""
+    if url.startswith(JOURNAL_SCHEME):
+        return Path(url[len(JOURNAL_SCHEME):])
+    if "://" not in url and url.endswith((".log", ".journal")):
+        return Path(url)
+    return None
+
+
+def _prepare_dir(url: str, path: Path) -> None:
+    """Create the parent directory of a storage file; it must be writable."""
     parent = path.expanduser().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -72,14 +87,25 @@ def _prepare_sqlite_dir(url: str, path: Path) -> None:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise StudyError(f"storage {redact_url(url)}: directory {parent} is not writable; "
                          f"give --storage (or {ENV_VAR}) a writable place")
+    if path.expanduser().exists() and not os.access(path.expanduser(), os.R_OK | os.W_OK):
+        raise StudyError(f"storage {redact_url(url)}: file {path} is not readable and "
+                         f"writable; fix its permissions or give --storage (or {ENV_VAR}) "
+                         "another file")
 
 
-def _engine_kwargs(sqlite: bool) -> dict[str, Any]:
-    """SQLite waits up to 60 s on a lock instead of failing; servers check pooled
-    connections before use (pool_pre_ping)."""
+def _engine_kwargs(url: str, sqlite: bool) -> dict[str, Any]:
+    """SQLite waits up to 60 s on a lock instead of failing; servers give up connecting
+    after CONNECT_TIMEOUT_S and check pooled connections before use (pool_pre_ping)."""
     if sqlite:
         return {"connect_args": {"timeout": 60}}
-    return {"pool_pre_ping": True}
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    try:
+        backend = make_url(url).get_backend_name()
+    except Exception:  # reported by RDBStorage itself
+        return kwargs
+    if backend in ("postgresql", "mysql", "mariadb"):
+        kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    return kwargs
 
 
 def open_storage(
@@ -89,29 +115,65 @@ def open_storage(
     grace_period_s: int | None = None,
     max_retry: int = 3,
     create: bool = True,
-) -> optuna.storages.RDBStorage:
-    """Open (creating the tables if needed) the RDB storage at `url`.
+) -> optuna.storages.BaseStorage:
+    """Open (creating the tables or file if needed) the storage at `url`: an RDBStorage for a
+    SQLAlchemy URL, a JournalStorage for `journal:///PATH` or a `.log`/`.journal` path.
 
-    With `heartbeat_interval_s` (seconds), running trials beat; one silent for
-    `grace_period_s` (default twice the interval) is failed and retried up to `max_retry`
-    times. With `create=False` a SQLite file that does not exist is an error, not a new
-    database (for commands that only read). Raises StudyError, one line with the redacted URL,
-    when the storage cannot be used.
-    """
-    path = _sqlite_path(url)
+    With `heartbeat_interval_s` (seconds), running trials of an RDB storage beat; one silent
+    for `grace_period_s` (default twice the interval) is failed and retried up to `max_retry`
+    times (a journal has no heartbeats: see studies.recovery). With `create=False` a file
+    that does not exist is an error, not a new database (for commands that only read or
+    join). Raises StudyError, one line with the redacted URL, when the storage cannot be
+    used."""
+    journal = _journal_path(url)
+    path = journal or _sqlite_path(url)
     if path is not None and not create and not path.expanduser().is_file():
         raise StudyError(f"storage {redact_url(url)}: no file {path}; run `tuner search SPEC` "
                          f"to make a study there, or give --storage (or {ENV_VAR})")
     if path is not None:
-        _prepare_sqlite_dir(url, path)
+        _prepare_dir(url, path)
+    if journal is not None:
+        return _open_journal(url, journal.expanduser())
+    if path is not None and create:
+        _write_ahead_log(url, path.expanduser())
     try:
         with warnings.catch_warnings():  # heartbeats are experimental in Optuna 5
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(
-                url, engine_kwargs=_engine_kwargs(path is not None),
+            storage_class = RetryingSQLiteStorage if path is not None else \
+                optuna.storages.RDBStorage
+            return storage_class(
+                url, engine_kwargs=_engine_kwargs(url, path is not None),
                 **_heartbeat(heartbeat_interval_s, grace_period_s, max_retry))
     except Exception as err:
         raise _storage_error(url, err) from err
+
+
+def _write_ahead_log(url: str, path: Path) -> None:
+    """Put a new SQLite file in write-ahead-log mode (kept in the file): readers no longer
+    block the writer, and a commit costs one sync instead of several. An existing database
+    keeps its mode (a command never changes a file it was not asked to write)."""
+    if path.is_file() and path.stat().st_size > 0:
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=60)) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error as err:
+        raise _storage_error(url, sqlalchemy.exc.OperationalError("", None, err)) from err
+
+
+def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
+    """A journal file (append-only log, safe on NFS through a link-based lock)."""
+    try:
+        return optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(path)))
+    except OSError as err:
+        raise StudyError(f"storage {redact_url(url)}: cannot open {path} "
+                         f"({err.strerror}); give --storage (or {ENV_VAR}) a writable "
+                         "file") from err
+    except Exception as err:  # a file that is not a journal
+        raise StudyError(f"storage {redact_url(url)}: {path} is not an Optuna journal "
+                         f"({type(err).__name__}); give --storage (or {ENV_VAR}) another "
+                         "file") from err
 
 
 def _heartbeat(interval_s: int | None, grace_s: int | None, max_retry: int) -> dict[str, Any]:
@@ -125,43 +187,6 @@ def _heartbeat(interval_s: int | None, grace_s: int | None, max_retry: int) -> d
         "heartbeat_stale_trial_callback":
             optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=max_retry),
     }
-
-
-def fail_silent_trials(study: optuna.Study) -> list[int]:
-    """Fail the running trials that never sent a heartbeat and started more than the grace
-    period ago, and hand them to the storage's stale-trial callback (which queues them again);
-    their numbers.
-
-    Optuna fails only a trial whose heartbeat went stale: a worker killed between creating a
-    trial and its first heartbeat (while the sampler proposes) leaves it RUNNING for ever, and
-    a resumed study would never be done with it. A live worker beats within moments of
-    creating its trial, far inside the grace period."""
-    storage = study._storage  # Optuna's cache in front of the RDBStorage
-    backend = getattr(storage, "_backend", storage)
-    if not isinstance(backend, optuna.storages.RDBStorage) or not backend.heartbeat_interval:
-        return []
-    grace = backend.grace_period or 2 * backend.heartbeat_interval
-    cutoff = datetime.now() - timedelta(seconds=grace)  # datetime_start is local time too
-    old = {t._trial_id: t.number
-           for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-           if t.datetime_start is not None and t.datetime_start < cutoff}
-    if not old:
-        return []
-    with sqlalchemy.orm.Session(backend.engine) as session:
-        beaten = set(session.scalars(sqlalchemy.select(TrialHeartbeatModel.trial_id).where(
-            TrialHeartbeatModel.trial_id.in_(list(old)))))
-    failed = []
-    for trial_id in sorted(set(old) - beaten):
-        try:
-            if storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
-                failed.append(trial_id)
-        except optuna.exceptions.UpdateFinishedTrialError:  # another worker finished it
-            continue
-    callback = backend.get_heartbeat_stale_trial_callback()
-    for trial_id in failed:
-        if callback is not None:
-            callback(study, copy.deepcopy(storage.get_trial(trial_id)))
-    return [old[i] for i in failed]
 
 
 def _driver(url: str) -> str:

@@ -22,7 +22,9 @@ from search_spaces import (
 )
 from studies import StudyError
 
-from . import commands_search, render
+from . import commands_calibrate, commands_search, commands_worker, render
+from .commands_explain import explain
+from .commands_report import dashboard, report
 from .commands_studies import best, export, studies
 
 __all__ = ["main"]
@@ -67,7 +69,8 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     for path in specs:
         spec = load_spec(path)
         inputs = spec.to_cost_inputs()
-        results.append((spec, plan_result(*inputs, cost.evaluate(*inputs))))
+        report = cost.evaluate(*inputs, efficiency=spec.efficiency())
+        results.append((spec, plan_result(*inputs, report)))
     if as_json:
         payload = [r for _, r in results]
         click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))
@@ -95,3 +98,8 @@ main.add_command(best)
 main.add_command(export)
 main.add_command(commands_search.search)
 main.add_command(commands_search.resume)
+main.add_command(commands_worker.worker)
+main.add_command(report)
+main.add_command(explain)
+main.add_command(dashboard)
+main.add_command(commands_calibrate.calibrate)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from optuna.storages import RDBStorage
+from optuna.storages import BaseStorage
 
 from studies import (
     best_results,
@@ -29,7 +29,7 @@ _json_option = click.option("--json", "as_json", is_flag=True,
                             help="Print JSON only, on stdout.")
 
 
-def _read_only(url: str) -> RDBStorage:
+def _read_only(url: str) -> BaseStorage:
     """The storage at `url` for reading: no heartbeat, no new SQLite file."""
     return open_storage(url, heartbeat_interval_s=None, create=False)
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["best_text", "plan_summary", "studies_text"]
+__all__ = ["best_cells", "best_text", "plan_summary", "studies_text"]
 
 _GIB = 2.0**30
 
@@ -61,13 +61,19 @@ _BEST_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
 ]
 
 
+def best_cells(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The header and one row of formatted cells per plan: plan, cluster, trial, step time,
+    tokens/s, MFU, memory, price, days and USD to train (as `tuner best` shows them)."""
+    header = [c for c, _ in _BEST_COLUMNS]
+    return header, [[cell(r) for _, cell in _BEST_COLUMNS] for r in results]
+
+
 def best_text(name: str, results: Sequence[Mapping[str, Any]], *, pareto: bool) -> str:
     """One row per best plan (or per plan of the Pareto front)."""
     if not results:
         return f"{name}: no feasible plan yet; run more trials or relax the constraints"
     title = f"{name}: Pareto front, {len(results)} plans" if pareto else f"{name}: best plans"
-    header = [c for c, _ in _BEST_COLUMNS]
-    rows = [[cell(r) for _, cell in _BEST_COLUMNS] for r in results]
+    header, rows = best_cells(results)
     return "\n".join([title, *_table(header, rows)])
 
 

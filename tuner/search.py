@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,10 +15,12 @@ from search_spaces import Space, SpecError, StudySpec
 from studies import (
     best_results,
     create_or_continue,
-    fail_silent_trials,
+    recover_stale_trials,
     set_target_trials,
+    stamp_trial,
     stored_spec,
     target_trials,
+    uses_stamps,
 )
 
 from .exhaustive import sweep, write_sweep
@@ -29,6 +32,10 @@ from .warm_start import warm_start_params
 __all__ = ["SearchOptions", "continue_study", "run_search", "summary"]
 
 _STALLED_PASSES = 20  # passes in a row that complete nothing: the space has no valid plan
+RECOVERY_EVERY_S = 5.0
+"""Seconds between a worker's checks for trials of dead workers while it runs."""
+SETTLE_JOURNAL_S = 5.0
+SETTLE_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -86,15 +93,20 @@ def _complete(study: optuna.Study) -> int:
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
     """Optimise until the study has its target of completed trials (over all workers);
-    pruned trials (no valid plan) do not count, and a timeout stops early. A trial left
-    running by a worker killed before its first heartbeat is failed and retried first."""
-    fail_silent_trials(study)
+    pruned trials (no valid plan) do not count, and a timeout stops early. Trials of workers
+    that are gone (studies.recovery) are failed and retried first, and again while running;
+    once the target is reached, the running trials of other workers are waited for (a grace
+    period) and those of dead workers failed, so that a finished study holds none."""
+    target = target_trials(study)
+    recover_stale_trials(study, retry=_complete(study) < target)
     objective = PlanObjective(space, sweep_inner=options.sweep_inner)
     objective.remember(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-    target = target_trials(study)
     if not study.trials:
         for params in warm_start_params(space, objective.knobs):
             study.enqueue_trial(params, skip_if_exists=True)
+    callbacks: list[Callable[[optuna.Study, optuna.trial.FrozenTrial], None]] = [
+        MaxTrialsCallback(target, states=(TrialState.COMPLETE,)), _Recovery(target)]
+    run = _stamped(objective) if uses_stamps(study) else objective
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
     stalled = 0
     while (remaining := target - _complete(study)) > 0 and stalled < _STALLED_PASSES:
@@ -102,13 +114,61 @@ def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None
         if left is not None and left <= 0:
             break
         before = _complete(study)
-        study.optimize(objective, n_trials=remaining, timeout=left,
-                       callbacks=[MaxTrialsCallback(target, states=(TrialState.COMPLETE,))],
+        study.optimize(run, n_trials=remaining, timeout=left, callbacks=callbacks,
                        show_progress_bar=options.progress and stalled == 0)
         stalled = stalled + 1 if _complete(study) == before else 0
     if _complete(study) == 0 and stalled:
         raise SpecError("no plan of this space is structurally valid (every trial was "
                         "pruned); widen the plan choices", file=space.spec.file, field="plan")
+    if _complete(study) >= target:
+        _settle(study, target)
+
+
+def _stamped(objective: PlanObjective) -> Callable[[optuna.Trial], Any]:
+    """The objective, first recording this process as the trial's worker (journal storages:
+    how a dead worker's trial is told from a live one's)."""
+
+    def run(trial: optuna.Trial) -> Any:
+        stamp_trial(trial)
+        return objective(trial)
+
+    return run
+
+
+class _Recovery:
+    """A callback failing (and, below the target, retrying) the trials of dead workers at
+    most every RECOVERY_EVERY_S; RDB storages also check heartbeats before each trial."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.last = time.monotonic()
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        if time.monotonic() - self.last >= RECOVERY_EVERY_S:
+            self.last = time.monotonic()
+            recover_stale_trials(study, retry=_complete(study) < self.target)
+
+
+def _settle_s(study: optuna.Study) -> float:
+    """How long a finished worker waits for other running trials: a heartbeat grace period
+    and one more beat (RDB), or a few seconds (journal: dead local workers are known at
+    once, remote ones only after JOURNAL_STALE_S)."""
+    storage = getattr(study._storage, "_backend", study._storage)
+    interval = getattr(storage, "heartbeat_interval", None)
+    if not interval:
+        return SETTLE_JOURNAL_S
+    return float((getattr(storage, "grace_period", None) or 2 * interval) + interval + 1)
+
+
+def _settle(study: optuna.Study, target: int) -> None:
+    """Wait up to _settle_s for the running trials of other workers; fail the stale ones."""
+    deadline = time.monotonic() + _settle_s(study)
+    while True:
+        recover_stale_trials(study, retry=_complete(study) < target)
+        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        if not running or time.monotonic() > deadline:
+            return
+        time.sleep(SETTLE_POLL_S)
 
 
 def summary(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:

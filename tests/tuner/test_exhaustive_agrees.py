@@ -42,7 +42,9 @@ def every_plan(space: Space) -> list[tuple[dict[str, Any], cost.CostReport]]:
             v = dict(zip(PLAN_FIELDS, combo, strict=True))
             plan = cost.Plan(**{**v, "dp": v["dp"] or 0,
                                 "recompute": cost.RECOMPUTE.index(v["recompute"]),
-                                "offload": cost.OFFLOAD.index(v["offload"])})
+                                "offload": cost.OFFLOAD.index(v["offload"]),
+                                "sync": -1 if v["sync"] is None else cost.SYNC.index(v["sync"]),
+                                "parameter_servers": v["parameter_servers"] or 1})
             if cost.plan_violations(space.model, cluster, space.training, plan):
                 continue
             report = cost.evaluate(space.model, cluster, space.training, plan)

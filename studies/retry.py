@@ -1,0 +1,86 @@
+"""SQLite under several worker processes: calls that find the database locked are retried.
+
+SQLite lets one writer in at a time. The driver waits (its `timeout`) for an ordinary lock,
+but gives up at once where waiting could deadlock (a reader that wants to write while another
+connection writes), and Optuna then raises. Each storage call runs in one transaction that is
+rolled back on error, so the whole call is safe to repeat: RetryingSQLiteStorage repeats it
+with exponential backoff and full jitter (AWS Architecture Blog, "Exponential Backoff and
+Jitter", 2015) until it goes through or RETRY_BUDGET_S have passed.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import optuna
+
+__all__ = ["RETRY_BUDGET_S", "RetryingSQLiteStorage", "is_locked_error"]
+
+RETRY_BUDGET_S = 120.0
+"""Seconds one storage call keeps retrying a locked database before the error propagates."""
+_FIRST_WAIT_S = 0.02
+_LONGEST_WAIT_S = 1.0
+_LOCKED = ("database is locked", "database table is locked", "database is busy")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def is_locked_error(err: BaseException) -> bool:
+    """True when `err`, or an error it was raised from, is SQLite's 'database is locked'."""
+    seen: BaseException | None = err
+    for _ in range(8):  # Optuna wraps SQLAlchemy, which wraps sqlite3
+        if seen is None:
+            return False
+        if any(text in str(seen).lower() for text in _LOCKED):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _retrying(method: _F) -> _F:
+    """`method`, repeated on a locked database; nested calls leave it to the outermost."""
+
+    @functools.wraps(method)
+    def call(self: RetryingSQLiteStorage, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self._depth, "n", 0):
+            return method(self, *args, **kwargs)
+        deadline = time.monotonic() + RETRY_BUDGET_S
+        wait = _FIRST_WAIT_S
+        while True:
+            self._depth.n = 1
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as err:
+                if not is_locked_error(err) or time.monotonic() > deadline:
+                    raise
+            finally:
+                self._depth.n = 0
+            time.sleep(random.uniform(0, wait))
+            wait = min(2 * wait, _LONGEST_WAIT_S)
+
+    return call  # type: ignore[return-value]
+
+
+class RetryingSQLiteStorage(optuna.storages.RDBStorage):
+    """An RDBStorage on SQLite whose calls are retried while the database is locked."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._depth = threading.local()
+        _retrying(optuna.storages.RDBStorage.__init__)(self, *args, **kwargs)
+
+
+def _wrap_public_methods() -> None:
+    base = optuna.storages.RDBStorage
+    names = [n for n, v in vars(base).items()
+             if inspect.isfunction(v) and (not n.startswith("_") or n == "_get_stale_trial_ids")]
+    for name in names:
+        setattr(RetryingSQLiteStorage, name, _retrying(getattr(base, name)))
+
+
+_wrap_public_methods()

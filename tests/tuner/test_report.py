@@ -1,0 +1,129 @@
+"""`tuner report`: one self-contained HTML file with plotly figures, checked as text and, when
+a chromium binary is present, rendered in headless Chromium (plotly draws its plots into the
+DOM only when its JavaScript ran)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import optuna
+import plotly.offline
+import pytest
+from click.testing import CliRunner
+
+from tests.tuner.specs import tiny, write
+from tuner.cli import main
+from tuner.report import build_report
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def storage(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Studies 'tiny' (throughput over tp x pp, 20 trials), 'tiny-pareto' (time and cost over
+    1, 2 or 4 nodes) and 'tiny-few' (3 trials) in one SQLite file."""
+    tmp_path = tmp_path_factory.mktemp("report")
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    pareto = tiny("tiny-pareto", objective=["time_to_train", "cost"],
+                  cluster={"gpu": "a100-80gb", "nodes": [1, 2, 4], "gpus_per_node": 8})
+    for data, trials in ((tiny(), "20"), (pareto, "12"), (tiny("tiny-few"), "3")):
+        code, _, err = _run("search", str(write(tmp_path, data)), "--trials", trials,
+                            "--storage", url, "--json")
+        assert code == 0, err
+    return url
+
+
+def _report(storage: str, name: str, tmp_path: Path) -> str:
+    out = tmp_path / f"{name}.html"
+    code, printed, err = _run("report", name, "--storage", storage, "--out", str(out))
+    assert code == 0, err
+    assert printed.strip() == str(out)
+    return out.read_text(encoding="utf-8")
+
+
+def _figure_ids(html: str) -> list[str]:
+    return re.findall(r'<div id="(fig-[\w-]+)"', html)
+
+
+def test_report_is_self_contained(storage: str, tmp_path: Path) -> None:
+    html = _report(storage, "tiny", tmp_path)
+    plotly_js = plotly.offline.get_plotlyjs()
+    inlined = html.count(plotly_js[:400])
+    external = re.findall(r"<script[^>]+src=", html)
+    assert inlined == 1 and external == []  # plotly.js inlined once, nothing fetched
+    assert _figure_ids(html) == ["fig-time", "fig-memory", "fig-history", "fig-importance"]
+    assert "<h2>Top plans</h2>" in html and "<table>" in html and "tp=" in html
+
+
+def test_pareto_report_has_the_front_and_a_note_for_importances(storage: str,
+                                                                tmp_path: Path) -> None:
+    html = _report(storage, "tiny-pareto", tmp_path)
+    ids = _figure_ids(html)
+    assert "fig-pareto" in ids and "fig-history-0" in ids and "fig-history-1" in ids
+    assert "fig-importance" not in ids  # one searched parameter (cluster.nodes)
+    assert "importances compare two or more" in html
+
+
+def test_few_trials_give_a_note_not_a_crash(storage: str, tmp_path: Path) -> None:
+    html = _report(storage, "tiny-few", tmp_path)
+    assert "parameter importances need at least 10" in html
+    assert "fig-importance" not in _figure_ids(html)
+
+
+def test_json_and_default_path(storage: str, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run("report", "tiny-few", "--storage", storage, "--json")
+    assert code == 0 and json.loads(out) == {"report": "tiny-few.html"}
+    assert (tmp_path / "tiny-few.html").is_file()
+
+
+def test_unknown_study_and_unwritable_file_exit_2(storage: str, tmp_path: Path) -> None:
+    code, _, err = _run("report", "nope", "--storage", storage)
+    assert code == 2 and "no study named 'nope'" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run("report", "tiny", "--storage", storage,
+                        "--out", str(tmp_path / "missing" / "r.html"))
+    assert code == 2 and "cannot write the report" in err
+
+
+def _chromium() -> str | None:
+    return next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+
+
+def _headless(binary: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binary, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", f"--user-data-dir={tmp_path / 'chromium-profile'}",
+         "--virtual-time-budget=5000", *args],
+        capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.skipif(_chromium() is None,
+                    reason="no chromium binary on PATH (.ci/run installs Debian's chromium)")
+def test_plots_render_in_headless_chromium(storage: str, tmp_path: Path) -> None:
+    html = _report(storage, "tiny-pareto", tmp_path)
+    page = tmp_path / "tiny-pareto.html"
+    binary = _chromium()
+    assert binary is not None
+    done = _headless(binary, tmp_path, "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = done.stdout
+    figures = len(_figure_ids(html))
+    assert dom.count('class="plot-container plotly"') == figures
+    assert dom.count('class="main-svg"') >= figures
+
+
+def test_a_study_without_trials_gives_notes() -> None:
+    html = build_report(optuna.create_study(study_name="empty"))
+    assert "no feasible plan yet" in html and "parameter importances need at least" in html
+    assert _figure_ids(html) == ["fig-history"]

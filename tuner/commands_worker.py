@@ -1,0 +1,46 @@
+"""`tuner worker NAME`: join a stored study from another process or machine and optimise until
+its trial target is reached across all workers."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from studies import load_study, open_storage, storage_url, stored_spec, target_trials
+
+from . import render
+from .samplers import make_sampler
+from .search import SearchOptions, continue_study, summary
+
+__all__ = ["worker"]
+
+
+@click.command()
+@click.argument("name")
+@click.option("--storage", default=None, metavar="URL",
+              help="The study's storage: a SQLAlchemy URL (PostgreSQL for many machines), "
+                   "or journal:///PATH.log on a shared file system (default $TUNER_STORAGE "
+                   "or sqlite:///studies/studies.db).")
+@click.option("--heartbeat", default=10, show_default=True, type=click.IntRange(min=1),
+              metavar="S", help="Seconds between a running trial's heartbeats (RDB storages); "
+                                "a trial silent for 2x that is failed and retried.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S",
+              help="Stop after S seconds even if the target is not reached.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None,
+           as_json: bool) -> None:
+    """Join study NAME (made by `tuner search`) and run trials until it has its target."""
+    started = time.perf_counter()
+    store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat, create=False)
+    study = load_study(store, name)
+    spec = stored_spec(study)
+    study.sampler = make_sampler(spec.search.sampler, seed=None,  # unseeded: workers differ
+                                 objectives=len(spec.objective))
+    continue_study(study, SearchOptions(timeout=timeout))
+    out = {**summary(study), "target": target_trials(study)}
+    if as_json:
+        click.echo(render.to_json(out))
+        return
+    click.echo(f"study {name}: {out['trials']} completed trials of a target of "
+               f"{out['target']} ({time.perf_counter() - started:.1f} s)")

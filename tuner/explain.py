@@ -1,0 +1,172 @@
+"""`tuner explain SPEC`: why one fixed plan takes the time it does, and what would change it.
+
+The step time is split into the terms of the cost model, with the compute of the layers split
+further into the part bounded by FLOP/s and the part spent streaming HBM (what the same plan
+saves on a GPU with unlimited HBM bandwidth). What-ifs re-run the cost model on a changed
+cluster: twice the scale-out (NIC) bandwidth, twice the HBM bandwidth, and 50% more HBM, where
+the best plan of the plan's neighbourhood (every micro-batch, recompute, sequence parallelism,
+ZeRO stage, interleaving and tp x pp layout that fills the same cluster) is compared with the
+best of the same neighbourhood on today's HBM, so that the difference is due to memory alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from cost import DEFAULT_EFFICIENCY, ClusterSpec, Efficiency, Plan, evaluate
+from search_spaces import Space, StudySpec, plan_as_dict, plan_result
+
+from .evaluation import best_plan
+
+__all__ = ["TERM_LABELS", "explain", "neighbourhood", "time_terms"]
+
+_UNLIMITED = 1e30
+_HBM_GROWTH = 1.5
+_MAX_TP = 64
+_MAX_MICRO_BATCH = 256
+_VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
+
+TERM_LABELS = {
+    "compute": "compute (FLOP-bound, recompute included)",
+    "memory_bound": "memory-bound work (HBM streaming)",
+    "tp_comm": "tensor-parallel traffic",
+    "cp_comm": "context-parallel traffic",
+    "pp_comm": "pipeline sends",
+    "pp_bubble": "pipeline bubble",
+    "dp_comm": "data-parallel traffic (exposed)",
+    "optimizer": "optimizer step",
+    "offload": "offload traffic",
+}
+"""The terms of an explained step time, largest first in the output."""
+
+
+def _with_gpu(cluster: ClusterSpec, **changes: Any) -> ClusterSpec:
+    return cluster.with_(gpu=replace(cluster.gpu, **changes))
+
+
+def _step_s(inputs: tuple[Any, ClusterSpec, Any, Plan], efficiency: Efficiency) -> float:
+    model, cluster, training, plan = inputs
+    return float(evaluate(model, cluster, training, plan, efficiency=efficiency).step_time_s)
+
+
+def time_terms(model: Any, cluster: ClusterSpec, training: Any, plan: Plan,
+               *, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[dict[str, Any]]:
+    """The step time's terms, largest first: {"term", "label", "seconds", "share"}. Compute and
+    recompute are split into the FLOP-bound part (their time with unlimited HBM bandwidth) and
+    the memory-bound rest; every other term is the cost model's own."""
+    step = evaluate(model, cluster, training, plan, efficiency=efficiency).step.as_dict()
+    fast = _with_gpu(cluster, hbm_bandwidth_bytes_per_s=_UNLIMITED)
+    unbound = evaluate(model, fast, training, plan, efficiency=efficiency).step.as_dict()
+    busy = step.pop("compute") + step.pop("recompute")
+    flop_bound = min(unbound["compute"] + unbound["recompute"], busy)
+    seconds = {"compute": flop_bound, "memory_bound": busy - flop_bound, **step}
+    total = sum(seconds.values())
+    terms = [{"term": k, "label": TERM_LABELS.get(k, k), "seconds": v,
+              "share": v / total if total > 0 else 0.0} for k, v in seconds.items()]
+    return sorted(terms, key=lambda t: -t["seconds"])
+
+
+def _memory(result: dict[str, Any]) -> dict[str, Any]:
+    """How much of the usable HBM the plan fills, and the headroom (negative: over)."""
+    total = result["memory_per_gpu_bytes"]["total"]
+    usable = result["hbm_usable_bytes"]
+    return {"total_bytes": total, "usable_bytes": usable, "fits": total <= usable,
+            "used_share": total / usable if usable > 0 else float("inf"),
+            "headroom_bytes": usable - total, "breakdown": result["memory_per_gpu_bytes"]}
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
+
+
+def neighbourhood(spec: StudySpec, plan: dict[str, Any], *, gpus: int, global_batch: int
+                  ) -> Space:
+    """The plan's neighbourhood as a search space: every micro-batch (powers of two),
+    recompute, sequence parallelism, ZeRO stage, interleaving and tp x pp layout, with dp
+    filling the same cluster; cp, offload and sync stay the plan's. Objective: throughput."""
+    choices = {
+        "tp": sorted({*_powers_of_two(min(gpus, _MAX_TP)), plan["tp"]}),
+        "pp": sorted({*range(1, min(gpus, 128) + 1), plan["pp"]}),
+        "dp": None,
+        "virtual_stages": sorted({*_VIRTUAL_STAGES, plan["virtual_stages"]}),
+        "micro_batch": sorted({*_powers_of_two(min(global_batch, _MAX_MICRO_BATCH)),
+                               plan["micro_batch"]}),
+        "recompute": ["none", "selective", "full"],
+        "sequence_parallel": [False, True],
+        "zero": [0, 1, 2, 3],
+    }
+    section = type(spec.plan).model_validate({**spec.plan.model_dump(), **choices})
+    wide = spec.model_copy(update={"plan": section, "objective": ("throughput",)})
+    return Space.from_spec(wide)
+
+
+def _best_neighbour(space: Space, cluster: ClusterSpec) -> dict[str, Any] | None:
+    """The fastest plan of the space on `cluster` that fits: plan, step time, memory."""
+    candidate = best_plan(space, cluster, {})
+    if candidate is None or not candidate.feasible:
+        return None
+    report = evaluate(space.model, cluster, space.training, candidate.plan,
+                      efficiency=space.efficiency)
+    return {"plan": plan_as_dict(candidate.plan, gpus=float(cluster.gpus)),
+            "step_time_s": float(report.step_time_s),
+            "memory_total_bytes": float(report.memory.total_bytes),
+            "hbm_usable_bytes": float(report.hbm_usable_bytes),
+            "plans_evaluated": candidate.evaluated,
+            "plans_feasible": candidate.feasible_plans}
+
+
+def _change(before: float, after: float) -> float:
+    """Relative change of a step time (negative: faster)."""
+    return after / before - 1.0 if before > 0 else 0.0
+
+
+def _bandwidth_what_ifs(inputs: tuple[Any, ClusterSpec, Any, Plan], step_s: float,
+                        efficiency: Efficiency) -> dict[str, Any]:
+    model, cluster, training, plan = inputs
+    out_bw = float(np.ravel(np.asarray(cluster.scale_out_bandwidth_bytes_per_s))[0])
+    hbm_bw = cluster.gpu.hbm_bandwidth_bytes_per_s
+    wider = cluster.with_(scale_out_bandwidth_bytes_per_s=2.0 * out_bw)
+    faster = _with_gpu(cluster, hbm_bandwidth_bytes_per_s=2.0 * hbm_bw)
+    out_s = _step_s((model, wider, training, plan), efficiency)
+    hbm_s = _step_s((model, faster, training, plan), efficiency)
+    return {
+        "scale_out_bandwidth_x2": {"from_bytes_per_s": out_bw, "to_bytes_per_s": 2 * out_bw,
+                                   "step_time_s": out_s, "change": _change(step_s, out_s)},
+        "hbm_bandwidth_x2": {"from_bytes_per_s": hbm_bw, "to_bytes_per_s": 2 * hbm_bw,
+                             "step_time_s": hbm_s, "change": _change(step_s, hbm_s)},
+    }
+
+
+def _capacity_what_if(space: Space, cluster: ClusterSpec) -> dict[str, Any]:
+    """The best neighbour with today's HBM and with 50% more (same bandwidth, same price)."""
+    capacity = cluster.gpu.hbm_capacity_bytes
+    today = _best_neighbour(space, cluster)
+    larger = _best_neighbour(space, _with_gpu(cluster, hbm_capacity_bytes=_HBM_GROWTH * capacity))
+    change = None
+    if today is not None and larger is not None:
+        change = _change(today["step_time_s"], larger["step_time_s"])
+    return {"from_bytes": capacity, "to_bytes": _HBM_GROWTH * capacity,
+            "best_today": today, "best_larger": larger, "change": change}
+
+
+def explain(spec: StudySpec) -> dict[str, Any]:
+    """Everything `tuner explain` shows, as builtin types (SI units, shares as fractions)."""
+    inputs = spec.to_cost_inputs()
+    _, cluster, training, _ = inputs
+    efficiency = spec.efficiency()  # the spec's calibration profile, else the defaults
+    result = plan_result(*inputs, evaluate(*inputs, efficiency=efficiency))
+    terms = time_terms(*inputs, efficiency=efficiency)
+    space = neighbourhood(spec, result["plan"], gpus=int(result["cluster"]["gpus"]),
+                          global_batch=training.global_batch)
+    return {
+        "spec": spec.name, "model": result["model"], "plan": result["plan"],
+        "cluster": result["cluster"], "feasible": result["feasible"],
+        "violations": result["violations"], "step_time_s": result["step_time_s"],
+        "tokens_per_s": result["tokens_per_s"], "mfu": result["mfu"],
+        "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
+        "what_if": {**_bandwidth_what_ifs(inputs, result["step_time_s"], efficiency),
+                    "hbm_capacity_x1_5": _capacity_what_if(space, cluster)},
+    }

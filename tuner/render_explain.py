@@ -1,0 +1,88 @@
+"""Text rendering of `tuner explain`: where one plan's step time goes and the what-ifs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .render_studies import plan_summary
+
+__all__ = ["explain_text"]
+
+_GIB = 2.0**30
+
+
+def _percent(change: float) -> str:
+    return f"{100.0 * change:+.1f} %"
+
+
+def _terms(out: Mapping[str, Any]) -> list[str]:
+    rows = ["  where the step time goes"]
+    shown = [t for t in out["terms"] if t["seconds"] > 0]
+    width = max((len(t["label"]) for t in shown), default=0)
+    for t in shown:
+        mark = "  <- dominant" if t["term"] == out["dominant"] else ""
+        rows.append(f"    {t['label']:<{width}} {t['seconds']:8.3f} s "
+                    f"{100 * t['share']:5.1f} %{mark}")
+    return rows
+
+
+def _memory(memory: Mapping[str, Any]) -> str:
+    used, usable = memory["total_bytes"] / _GIB, memory["usable_bytes"] / _GIB
+    share = 100.0 * memory["used_share"]
+    if memory["fits"]:
+        return (f"  memory            {used:.1f} of {usable:.1f} GiB usable HBM per GPU "
+                f"({share:.0f} %): fits, {memory['headroom_bytes'] / _GIB:.1f} GiB to spare")
+    return (f"  memory            {used:.1f} of {usable:.1f} GiB usable HBM per GPU "
+            f"({share:.0f} %): does NOT fit, {-memory['headroom_bytes'] / _GIB:.1f} GiB over")
+
+
+def _bandwidth_rows(what_if: Mapping[str, Any]) -> list[str]:
+    out, hbm = what_if["scale_out_bandwidth_x2"], what_if["hbm_bandwidth_x2"]
+    return [
+        f"    2x scale-out bandwidth ({out['from_bytes_per_s'] / 1e9:g} -> "
+        f"{out['to_bytes_per_s'] / 1e9:g} GB/s per GPU): step {out['step_time_s']:.3f} s "
+        f"({_percent(out['change'])})",
+        f"    2x HBM bandwidth ({hbm['from_bytes_per_s'] / 1e12:.2f} -> "
+        f"{hbm['to_bytes_per_s'] / 1e12:.2f} TB/s): step {hbm['step_time_s']:.3f} s "
+        f"({_percent(hbm['change'])})",
+    ]
+
+
+def _neighbour(best: Mapping[str, Any] | None) -> str:
+    if best is None:
+        return "no plan of the neighbourhood fits"
+    return (f"{best['step_time_s']:.3f} s with {plan_summary(best['plan'])} "
+            f"({best['memory_total_bytes'] / _GIB:.1f} GiB)")
+
+
+def _capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
+    today, larger = capacity["best_today"], capacity["best_larger"]
+    evaluated = (today or larger or {}).get("plans_evaluated", 0)
+    rows = [f"    1.5x HBM capacity ({capacity['from_bytes'] / _GIB:.0f} -> "
+            f"{capacity['to_bytes'] / _GIB:.0f} GiB), best of {evaluated:,} neighbouring plans:",
+            f"      today's HBM   {_neighbour(today)}",
+            f"      1.5x HBM      {_neighbour(larger)}"]
+    if capacity["change"] is not None:
+        rows.append(f"      memory alone: {_percent(capacity['change'])} step time")
+    return rows
+
+
+def explain_text(out: Mapping[str, Any]) -> str:
+    """The report of `tuner explain`, from the object `tuner explain --json` prints."""
+    c = out["cluster"]
+    status = "feasible" if out["feasible"] else "NOT feasible"
+    lines = [
+        f"{out['spec']}",
+        f"  model             {out['model']}",
+        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} ({c['gpus']} GPUs)",
+        f"  plan              {plan_summary(out['plan'])} ({status})",
+        f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
+        *_terms(out),
+        _memory(out["memory"]),
+        *[f"    - {v}" for v in out["violations"]],
+        "  what if",
+        *_bandwidth_rows(out["what_if"]),
+        *_capacity_rows(out["what_if"]["hbm_capacity_x1_5"]),
+    ]
+    return "\n".join(lines)
