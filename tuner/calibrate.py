@@ -3,9 +3,9 @@
 Measurements are a CSV with a column `spec` (a spec file, relative to the CSV) and a column
 `measured_step_time_s`. A spec with choices stands for a run whose plan is partly unknown: its
 prediction is the fastest plan that fits, as the validation README does. The fit minimises the
-sum of squared log errors over each GPU's GEMM fraction and the network fraction by coordinate
-descent with golden-section line searches (numpy only), on a training part of the rows; the
-rest is held out to report the error the profile makes on runs it has not seen.
+sum of squared log errors over each GPU's GEMM fraction (and optionally the network fraction)
+by coordinate descent with golden-section line searches (numpy only), on a training part of
+the rows; the rest is held out to report the error the profile makes on runs it has not seen.
 """
 
 from __future__ import annotations
@@ -99,9 +99,11 @@ def _golden(f: Callable[[float], float], lo: float, hi: float, steps: int = 18) 
     return (a + b) / 2.0
 
 
-def fit(rows: list[Measurement], start: Efficiency, *, sweeps: int = 2) -> Efficiency:
-    """Coordinate descent: each GPU's GEMM fraction in [0.2, 0.95], then the network fraction
-    in [0.3, 1.0], `sweeps` times."""
+def fit(rows: list[Measurement], start: Efficiency, *, network: bool = False,
+        sweeps: int = 2) -> Efficiency:
+    """Coordinate descent: each GPU's GEMM fraction in [0.2, 0.95] and, with `network`, the
+    network fraction in [0.3, 1.0], `sweeps` times. The GEMM fractions alone generalise best
+    on few runs (the network share trades off against them and overfits)."""
     eff = start
     names = sorted({c.gpu.name for r in rows for c, _ in r.candidates})
     for _ in range(sweeps):
@@ -109,8 +111,9 @@ def fit(rows: list[Measurement], start: Efficiency, *, sweeps: int = 2) -> Effic
             best = _golden(functools.partial(_gpu_loss, rows=rows, eff=eff, name=name),
                            0.2, 0.95)
             eff = _with_gpu(eff, name, round(best, 4))
-        best = _golden(functools.partial(_network_loss, rows=rows, eff=eff), 0.3, 1.0)
-        eff = eff.with_(network_fraction=round(best, 4))
+        if network:
+            best = _golden(functools.partial(_network_loss, rows=rows, eff=eff), 0.3, 1.0)
+            eff = eff.with_(network_fraction=round(best, 4))
     return eff
 
 

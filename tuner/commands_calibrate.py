@@ -33,12 +33,15 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
               help="Share of the runs held out of the fit to report its error on.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
               help="Seed of the split.")
+@click.option("--network", is_flag=True,
+              help="Also fit the share of link bandwidth collectives reach.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
-def calibrate(csv_path: str, out: str, holdout: float, seed: int, as_json: bool) -> None:
-    """Fit the model's efficiency (per-GPU GEMM fraction, network) to measured step times."""
+def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
+              as_json: bool) -> None:
+    """Fit the model's efficiency (per-GPU GEMM fraction) to measured step times."""
     rows = read_measurements(csv_path)
     fitted_rows, held = split(rows, holdout, seed)
-    fitted = fit(fitted_rows, DEFAULT_EFFICIENCY)
+    fitted = fit(fitted_rows, DEFAULT_EFFICIENCY, network=network)
     report = {name: {"before": summary(errors(part, DEFAULT_EFFICIENCY)),
                      "after": summary(errors(part, fitted))}
               for name, part in (("fit", fitted_rows), ("held_out", held))}
