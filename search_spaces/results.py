@@ -77,8 +77,10 @@ def violations(
     memory = report.memory.as_dict()
     usable = _one(report.hbm_usable_bytes)
     if memory["total"] > usable:
+        fix = ("lower micro_batch or raise pp" if isinstance(model, LayersModel)
+               else "raise tp/pp, recompute or zero")
         found.append(f"needs {memory['total'] / _GIB:.1f} GiB per GPU, {usable / _GIB:.1f} GiB "
-                     "usable: raise tp/pp, recompute or zero")
+                     f"usable: {fix}")
     expansion = _one(report.expansion_capacity_bytes)
     if memory["expansion"] > expansion:
         found.append(f"offload needs {memory['expansion'] / _GIB:.1f} GiB of expansion memory "

@@ -236,3 +236,29 @@ def test_specs_are_frozen() -> None:
     spec = parse_spec(_spec())
     with pytest.raises(ValueError, match="frozen"):
         spec.name = "x"  # type: ignore[misc]
+
+
+def test_a_network_described_by_its_layers_in_yaml(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.yaml"
+    path.write_text(
+        "model:\n  name: mlp\n  kind: layers\n  layers:\n"
+        "    - {name: fc1, forward_flops: 2e6, params: 1e6, activation_bytes: '4 kB'}\n"
+        "    - {name: fc2, forward_flops: 2e6, params: 1e6, activation_bytes: 4096}\n"
+        "training: {global_batch: 256, precision: fp32}\n"
+        "cluster: {gpu: t4, nodes: 2, gpus_per_node: 1}\n"
+        "plan: {micro_batch: 128, sync: ring}\n", encoding="utf-8")
+    model, cluster, training, plan = load_spec(path).to_cost_inputs()
+    assert isinstance(model, cost.LayersModel)
+    assert model.params == 2e6 and model.layers[0].activation_bytes == 4000.0
+    report = cost.evaluate(model, cluster, training, plan)
+    assert bool(report.feasible) and float(report.step.dp_comm) > 0
+
+
+def test_built_in_resnets_match_their_papers() -> None:
+    from search_spaces.networks import network_catalog
+
+    nets = network_catalog()
+    assert nets["resnet-50"].params == pytest.approx(25.56e6, rel=0.01)
+    assert nets["resnet-101"].params == pytest.approx(44.55e6, rel=0.01)
+    assert nets["resnet-32"].params == pytest.approx(0.46e6, rel=0.02)
+    assert nets["resnet-50"].forward_flops / 2 == pytest.approx(3.86e9, rel=0.03)
