@@ -29,14 +29,24 @@ from .units import parse_quantity
 __all__ = ["ClusterSection", "Expansion", "GPUSection", "gpu_spec"]
 
 
+def _positive_rate(value: Any, precision: str) -> float:
+    rate = parse_quantity(value, "flops_per_s", field=precision)
+    if not rate > 0:
+        where = f" for {precision}" if precision else ""
+        raise ValueError(f"the peak rate{where} must be greater than 0 FLOP/s, e.g. "
+                         "'989 TFLOP/s'; leave out a precision the GPU lacks")
+    return rate
+
+
 def _parse_peaks(value: Any) -> Any:
-    """One dense rate (for the training precision) or a mapping precision -> rate."""
+    """One dense rate (for the training precision) or a mapping precision -> rate; every
+    rate greater than zero."""
     if not isinstance(value, dict):
-        return parse_quantity(value, "flops_per_s", field="")
+        return _positive_rate(value, "")
     unknown = sorted(set(value) - set(PRECISIONS))
     if unknown:
         raise ValueError(f"unknown precision {unknown[0]!r}; use {', '.join(PRECISIONS)}")
-    return {p: parse_quantity(v, "flops_per_s", field=p) for p, v in value.items()}
+    return {p: _positive_rate(v, p) for p, v in value.items()}
 
 
 class GPUSection(Frozen):
