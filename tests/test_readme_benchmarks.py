@@ -46,6 +46,8 @@ QUICK: dict[str, tuple[list[str], str]] = {
                                       "--examples", "llama3-405b-2048-h100"], "of optimum"),
     "benchmarks/speed.py": (["--plans", "100000"], "plans/s"),
     "benchmarks/sync.py": ([], "textbook checks"),
+    "benchmarks/workers.py": (["--trials", "8", "--workers", "1,2", "--sampler", "random"],
+                              "trials/s"),
 }
 
 
