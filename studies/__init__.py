@@ -19,11 +19,10 @@ from .metadata import (
 from .records import RESULT_ATTR, is_feasible, record_result, result_of
 from .recovery import (
     JOURNAL_STALE_S,
+    JOURNAL_UNSTAMPED_S,
     WORKER_ATTR,
     fail_silent_trials,
     recover_stale_trials,
-    stamp_trial,
-    uses_stamps,
     worker_identity,
 )
 from .storage import (
@@ -38,6 +37,7 @@ __all__ = [
     "DEFAULT_STORAGE_URL",
     "ENV_VAR",
     "JOURNAL_STALE_S",
+    "JOURNAL_UNSTAMPED_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
     "WORKER_ATTR",
@@ -56,11 +56,9 @@ __all__ = [
     "result_of",
     "set_target_trials",
     "spec_digest",
-    "stamp_trial",
     "storage_url",
     "stored_spec",
     "target_trials",
     "trials_table",
-    "uses_stamps",
     "worker_identity",
 ]

@@ -6,12 +6,13 @@ The rules, by storage:
 - RDB (SQLite, PostgreSQL, MySQL) with heartbeats: a running trial whose heartbeat is older
   than the grace period is stale (Optuna's rule), and so is one that never beat and started
   more than the grace period ago (its worker died while the sampler proposed it).
-- Journal files have no heartbeats. Each trial records its worker as the system attribute
-  `worker` = {host, pid, start (the process's start time), trial (its number)}. A running
-  trial is stale when its worker ran on this host and that process is gone (no such pid, or
-  a pid reused by a process started at another time), or when it started more than
-  `stale_after_s` (JOURNAL_STALE_S, 5 minutes) ago: a worker on another host, or one that
-  died before recording itself. A tuner trial takes well under a second, so a trial that
+- Journal files have no heartbeats. Each running trial records its worker (studies.journal)
+  as the system attribute `worker` = {host, pid, start (the process's start time), trial
+  (its number)}. A running trial is stale when its worker ran on this host and that process
+  is gone (no such pid, or a pid reused by a process started at another time), when it
+  names no worker JOURNAL_UNSTAMPED_S after it started (its worker died before recording
+  itself), or when it started more than `stale_after_s` (JOURNAL_STALE_S, 5 minutes) ago: a
+  worker on another host. A tuner trial takes well under a second, so a trial that
   old has no live worker.
 
 A failed trial is queued again at most `max_retry` times (its `retry_history`).
@@ -33,9 +34,13 @@ import sqlalchemy.orm
 from optuna.storages._rdb.models import TrialHeartbeatModel
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["JOURNAL_STALE_S", "WORKER_ATTR", "fail_silent_trials", "recover_stale_trials",
-           "stamp_trial", "uses_stamps", "worker_identity"]
+__all__ = ["JOURNAL_STALE_S", "JOURNAL_UNSTAMPED_S", "WORKER_ATTR", "fail_silent_trials",
+           "recover_stale_trials", "worker_identity"]
 
+JOURNAL_UNSTAMPED_S = 60.0
+"""Seconds after which a running trial of a journal storage that names no worker is stale: a
+live worker names itself within one storage call of starting the trial (studies.journal),
+which can wait out the 30 s after which a dead process's lock on the journal is broken."""
 JOURNAL_STALE_S = 300.0
 """Seconds after which a running trial of a journal storage is stale, whatever its worker."""
 WORKER_ATTR = "worker"
@@ -56,17 +61,6 @@ def worker_identity() -> dict[str, Any]:
     """This process as a worker: host name, pid and start time."""
     pid = os.getpid()
     return {"host": socket.gethostname(), "pid": pid, "start": _start_ticks(pid)}
-
-
-def uses_stamps(study: optuna.Study) -> bool:
-    """True for storages without heartbeats (journal files): trials record their worker."""
-    return not isinstance(_backend(study), optuna.storages.RDBStorage)
-
-
-def stamp_trial(trial: optuna.Trial) -> None:
-    """Record this process as the worker of `trial` (system attribute WORKER_ATTR)."""
-    trial.storage.set_trial_system_attr(trial._trial_id, WORKER_ATTR,
-                                        {**worker_identity(), "trial": trial.number})
 
 
 def _process_gone(owner: dict[str, Any]) -> bool:
@@ -101,10 +95,11 @@ def _running(study: optuna.Study) -> list[FrozenTrial]:
 def _journal_stale(study: optuna.Study, stale_after_s: float) -> list[FrozenTrial]:
     stale = []
     for trial in _running(study):
-        owner = trial.system_attrs.get(WORKER_ATTR)
-        mine = isinstance(owner, dict) and owner.get("trial") == trial.number
-        if (isinstance(owner, dict) and mine and _process_gone(owner)) \
-                or _older_than(trial, stale_after_s):
+        owner = trial.system_attrs.get(WORKER_ATTR)  # a retry carries its original's
+        named = owner if isinstance(owner, dict) and owner.get("trial") == trial.number \
+            else None
+        if (named is not None and _process_gone(named)) or _older_than(trial, stale_after_s) \
+                or (named is None and _older_than(trial, JOURNAL_UNSTAMPED_S)):
             stale.append(trial)
     return stale
 
@@ -170,10 +165,14 @@ def fail_silent_trials(study: optuna.Study) -> list[int]:
 
 
 def recover_stale_trials(
-    study: optuna.Study, *, retry: bool = True, stale_after_s: float = JOURNAL_STALE_S,
+    study: optuna.Study, *, target: int | None = None, stale_after_s: float = JOURNAL_STALE_S,
 ) -> list[int]:
-    """Fail the running trials whose worker is gone (the module's rules) and, with `retry`,
-    queue each again; the numbers of the trials this call failed."""
+    """Fail the running trials whose worker is gone (the module's rules) and queue them
+    again; the numbers of the trials this call failed.
+
+    With a trial `target` (complete trials), only as many are queued again as the study still
+    needs beyond its complete and live running trials: a retry the target no longer needs
+    would be left waiting, or overshoot it."""
     backend = _backend(study)
     if isinstance(backend, optuna.storages.RDBStorage):
         if not backend.heartbeat_interval:
@@ -183,6 +182,13 @@ def recover_stale_trials(
     else:
         stale_ids = [t._trial_id for t in _journal_stale(study, stale_after_s)]
     failed = _fail(study, sorted(set(stale_ids)))
-    if retry:
-        _retry(study, failed)
+    if failed:
+        wanted = len(failed) if target is None else max(0, target - _pending(study))
+        _retry(study, failed[:wanted])
     return _numbers(study, failed)
+
+
+def _pending(study: optuna.Study) -> int:
+    """Trials that are or will be complete without a retry: complete, running, waiting."""
+    states = (TrialState.COMPLETE, TrialState.RUNNING, TrialState.WAITING)
+    return len(study.get_trials(deepcopy=False, states=states))

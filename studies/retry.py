@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import optuna
+import sqlalchemy
+import sqlalchemy.event
 
 __all__ = ["RETRY_BUDGET_S", "RetryingSQLiteStorage", "is_locked_error"]
 
@@ -68,11 +70,31 @@ def _retrying(method: _F) -> _F:
 
 
 class RetryingSQLiteStorage(optuna.storages.RDBStorage):
-    """An RDBStorage on SQLite whose calls are retried while the database is locked."""
+    """An RDBStorage on SQLite whose calls are real transactions, retried while the database
+    is locked.
+
+    Python's sqlite3 driver begins a transaction only at the first write, so the read that
+    decides a write (is this waiting trial still waiting?) runs outside it, and two workers
+    can both pop the same waiting trial and run it twice. As SQLAlchemy's documentation of
+    the pysqlite dialect advises ("Serializable isolation / Savepoints / Transactional DDL"),
+    the driver's own BEGIN is turned off and every transaction begins with BEGIN IMMEDIATE:
+    it takes the write lock first (waiting for it up to the driver's timeout), so the read and
+    the write of a call see one state, and concurrent calls queue instead of failing."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._depth = threading.local()
         _retrying(optuna.storages.RDBStorage.__init__)(self, *args, **kwargs)
+        sqlalchemy.event.listen(self.engine, "connect", _driver_begins_nothing)
+        sqlalchemy.event.listen(self.engine, "begin", _begin)
+        self.engine.dispose()  # connections made before the listeners are replaced
+
+
+def _driver_begins_nothing(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None
+
+
+def _begin(connection: sqlalchemy.Connection) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _wrap_public_methods() -> None:

@@ -19,6 +19,7 @@ import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 
 from .errors import StudyError
+from .journal import StampingJournalStorage
 from .recovery import fail_silent_trials
 from .retry import RetryingSQLiteStorage
 
@@ -126,6 +127,8 @@ def open_storage(
     join). Raises StudyError, one line with the redacted URL, when the storage cannot be
     used."""
     journal = _journal_path(url)
+    if journal is None:
+        _refuse_memory(url)
     path = journal or _sqlite_path(url)
     if path is not None and not create and not path.expanduser().is_file():
         raise StudyError(f"storage {redact_url(url)}: no file {path}; run `tuner search SPEC` "
@@ -148,6 +151,18 @@ def open_storage(
         raise _storage_error(url, err) from err
 
 
+def _refuse_memory(url: str) -> None:
+    """An in-memory SQLite database lives and dies with one connection: nothing would be
+    stored, and the heartbeat thread would see another, empty database."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # reported by RDBStorage itself
+        return
+    if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise StudyError(f"storage {redact_url(url)} is an in-memory database, which keeps "
+                         "nothing; give a file, e.g. sqlite:///studies/studies.db")
+
+
 def _write_ahead_log(url: str, path: Path) -> None:
     """Put a new SQLite file in write-ahead-log mode (kept in the file): readers no longer
     block the writer, and a commit costs one sync instead of several. An existing database
@@ -162,10 +177,10 @@ def _write_ahead_log(url: str, path: Path) -> None:
 
 
 def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
-    """A journal file (append-only log, safe on NFS through a link-based lock)."""
+    """A journal file (append-only log, safe on NFS through a link-based lock) whose running
+    trials record their worker (studies.journal)."""
     try:
-        return optuna.storages.JournalStorage(
-            optuna.storages.journal.JournalFileBackend(str(path)))
+        return StampingJournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
     except OSError as err:
         raise StudyError(f"storage {redact_url(url)}: cannot open {path} "
                          f"({err.strerror}); give --storage (or {ENV_VAR}) a writable "

@@ -29,12 +29,18 @@ from .commands_studies import best, export, studies
 
 __all__ = ["main"]
 
-_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, FileNotFoundError)
+_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, OSError)
+_FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
+                IsADirectoryError: "is a directory; give a file",
+                PermissionError: "permission denied; check the file's permissions"}
 
 
 def _one_line(err: BaseException) -> str:
-    if isinstance(err, FileNotFoundError):
-        return f"{err.filename}: no such file; check the path"
+    """The error as one line; a file error names the file and what to do."""
+    if isinstance(err, OSError):
+        what = next((text for kind, text in _FILE_ERRORS.items() if isinstance(err, kind)),
+                    f"{err.strerror or type(err).__name__}; check the file and the disk")
+        return f"{err.filename}: {what}" if err.filename else what
     return " ".join(str(err).split())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,14 +14,13 @@ from optuna.trial import TrialState
 
 from search_spaces import Space, SpecError, StudySpec
 from studies import (
+    JOURNAL_UNSTAMPED_S,
     best_results,
     create_or_continue,
     recover_stale_trials,
     set_target_trials,
-    stamp_trial,
     stored_spec,
     target_trials,
-    uses_stamps,
 )
 
 from .exhaustive import sweep, write_sweep
@@ -34,7 +34,7 @@ __all__ = ["SearchOptions", "continue_study", "run_search", "summary"]
 _STALLED_PASSES = 20  # passes in a row that complete nothing: the space has no valid plan
 RECOVERY_EVERY_S = 5.0
 """Seconds between a worker's checks for trials of dead workers while it runs."""
-SETTLE_JOURNAL_S = 5.0
+SETTLE_JOURNAL_S = JOURNAL_UNSTAMPED_S + 5.0
 SETTLE_POLL_S = 0.2
 
 
@@ -87,18 +87,41 @@ def continue_study(study: optuna.Study, options: SearchOptions) -> optuna.Study:
     return study
 
 
+_LOG = logging.getLogger(__name__)
+_FINISHED_UNDER_US = (optuna.exceptions.UpdateFinishedTrialError, ValueError)
+
+
+def _finished_under_us(err: Exception) -> bool:
+    """True for the errors of a worker whose running trial another worker failed: updating
+    it (UpdateFinishedTrialError) or telling its result ("Cannot tell a FAIL trial")."""
+    return isinstance(err, optuna.exceptions.UpdateFinishedTrialError) \
+        or str(err).startswith("Cannot tell a ")
+
+
 def _complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+
+
+def _waiting(study: optuna.Study) -> int:
+    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+
+
+def _to_run(study: optuna.Study, target: int) -> int:
+    """Trials this worker should still start: the shortfall to the target, or the retries of
+    dead workers' trials that wait in the queue (each replaces a trial that was in flight)."""
+    return max(target - _complete(study), _waiting(study))
 
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
     """Optimise until the study has its target of completed trials (over all workers);
     pruned trials (no valid plan) do not count, and a timeout stops early. Trials of workers
-    that are gone (studies.recovery) are failed and retried first, and again while running;
-    once the target is reached, the running trials of other workers are waited for (a grace
-    period) and those of dead workers failed, so that a finished study holds none."""
+    that are gone (studies.recovery) are failed and, as far as the target still needs them,
+    retried, at the start and while running. Once the target is reached, the running trials
+    of other workers are waited for (a grace period) and those of dead workers failed; if the
+    study then falls short, or retries wait, this worker runs them, so that a finished study
+    holds no running or waiting trial."""
     target = target_trials(study)
-    recover_stale_trials(study, retry=_complete(study) < target)
+    recover_stale_trials(study, target=target)
     objective = PlanObjective(space, sweep_inner=options.sweep_inner)
     objective.remember(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     if not study.trials:
@@ -106,38 +129,36 @@ def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None
             study.enqueue_trial(params, skip_if_exists=True)
     callbacks: list[Callable[[optuna.Study, optuna.trial.FrozenTrial], None]] = [
         MaxTrialsCallback(target, states=(TrialState.COMPLETE,)), _Recovery(target)]
-    run = _stamped(objective) if uses_stamps(study) else objective
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
     stalled = 0
-    while (remaining := target - _complete(study)) > 0 and stalled < _STALLED_PASSES:
+    while stalled < _STALLED_PASSES:
+        if (todo := _to_run(study, target)) <= 0:
+            _settle(study, target)
+            if _to_run(study, target) <= 0:
+                return
+            continue
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
-            break
+            return
         before = _complete(study)
-        study.optimize(run, n_trials=remaining, timeout=left, callbacks=callbacks,
-                       show_progress_bar=options.progress and stalled == 0)
+        try:
+            study.optimize(objective, n_trials=todo, timeout=left, callbacks=callbacks,
+                           show_progress_bar=options.progress and stalled == 0)
+        except _FINISHED_UNDER_US as err:
+            if not _finished_under_us(err):
+                raise
+            _LOG.warning("a trial of this worker was failed by another one that took it "
+                         "for dead (a stall longer than the grace period); continuing")
         stalled = stalled + 1 if _complete(study) == before else 0
-    if _complete(study) == 0 and stalled:
+    if _complete(study) == 0:
         raise SpecError("no plan of this space is structurally valid (every trial was "
                         "pruned); widen the plan choices", file=space.spec.file, field="plan")
-    if _complete(study) >= target:
-        _settle(study, target)
-
-
-def _stamped(objective: PlanObjective) -> Callable[[optuna.Trial], Any]:
-    """The objective, first recording this process as the trial's worker (journal storages:
-    how a dead worker's trial is told from a live one's)."""
-
-    def run(trial: optuna.Trial) -> Any:
-        stamp_trial(trial)
-        return objective(trial)
-
-    return run
 
 
 class _Recovery:
-    """A callback failing (and, below the target, retrying) the trials of dead workers at
-    most every RECOVERY_EVERY_S; RDB storages also check heartbeats before each trial."""
+    """A callback failing (and retrying, as far as the target needs) the trials of dead
+    workers at most every RECOVERY_EVERY_S; RDB storages also check heartbeats before each
+    trial."""
 
     def __init__(self, target: int) -> None:
         self.target = target
@@ -146,13 +167,14 @@ class _Recovery:
     def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         if time.monotonic() - self.last >= RECOVERY_EVERY_S:
             self.last = time.monotonic()
-            recover_stale_trials(study, retry=_complete(study) < self.target)
+            recover_stale_trials(study, target=self.target)
 
 
 def _settle_s(study: optuna.Study) -> float:
     """How long a finished worker waits for other running trials: a heartbeat grace period
-    and one more beat (RDB), or a few seconds (journal: dead local workers are known at
-    once, remote ones only after JOURNAL_STALE_S)."""
+    and one more beat (RDB), or a little more than JOURNAL_UNSTAMPED_S (journal: dead local
+    workers are known at once, or once their unnamed trial is that old; remote ones only
+    after JOURNAL_STALE_S). It ends as soon as no trial runs."""
     storage = getattr(study._storage, "_backend", study._storage)
     interval = getattr(storage, "heartbeat_interval", None)
     if not interval:
@@ -161,12 +183,13 @@ def _settle_s(study: optuna.Study) -> float:
 
 
 def _settle(study: optuna.Study, target: int) -> None:
-    """Wait up to _settle_s for the running trials of other workers; fail the stale ones."""
+    """Wait up to _settle_s for the running trials of other workers, failing the stale ones
+    (and retrying those the target needs); stop early when the study falls short."""
     deadline = time.monotonic() + _settle_s(study)
     while True:
-        recover_stale_trials(study, retry=_complete(study) < target)
+        recover_stale_trials(study, target=target)
         running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        if not running or time.monotonic() > deadline:
+        if not running or time.monotonic() > deadline or _to_run(study, target) > 0:
             return
         time.sleep(SETTLE_POLL_S)
 

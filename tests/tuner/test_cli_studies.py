@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from tests.studies.builders import add_trial, gpt3_result, new_study, storage_in
 from tuner.cli import main
 
+from .specs import tiny, write
+
 
 def _run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, list(args))
@@ -112,3 +114,17 @@ def test_a_server_that_does_not_answer_exits_2_without_the_password(url: str) ->
         assert code == 2 and not out
         assert "secret" not in err and "***" in err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_in_memory_database_is_refused(tmp_path: Path) -> None:
+    spec = write(tmp_path, tiny("mem", search={"sampler": "random", "trials": 2}))
+    for url in ("sqlite:///:memory:", "sqlite://"):
+        code, out, err = _run("search", str(spec), "--storage", url)
+        assert code == 2 and not out and "in-memory database" in err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_a_directory_given_as_a_spec_is_one_line(tmp_path: Path) -> None:
+    code, out, err = _run("evaluate", str(tmp_path))
+    assert code == 2 and not out
+    assert err.strip() == f"error: {tmp_path}: is a directory; give a file"
