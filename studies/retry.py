@@ -70,31 +70,44 @@ def _retrying(method: _F) -> _F:
 
 
 class RetryingSQLiteStorage(optuna.storages.RDBStorage):
-    """An RDBStorage on SQLite whose calls are real transactions, retried while the database
-    is locked.
+    """An RDBStorage on SQLite whose calls are retried while the database is locked, and
+    whose calls that decide a write on what they read hold the write lock throughout.
 
     Python's sqlite3 driver begins a transaction only at the first write, so the read that
-    decides a write (is this waiting trial still waiting?) runs outside it, and two workers
-    can both pop the same waiting trial and run it twice. As SQLAlchemy's documentation of
-    the pysqlite dialect advises ("Serializable isolation / Savepoints / Transactional DDL"),
-    the driver's own BEGIN is turned off and every transaction begins with BEGIN IMMEDIATE:
-    it takes the write lock first (waiting for it up to the driver's timeout), so the read and
-    the write of a call see one state, and concurrent calls queue instead of failing."""
+    decides a write (is this waiting trial still waiting? is this trial still running?) runs
+    outside it: two workers could both pop the same waiting trial and run it twice, or one
+    fail a trial another has just completed. Those calls (EXCLUSIVE_CALLS) begin with BEGIN
+    IMMEDIATE, which takes the write lock first (waiting for it up to the driver's timeout),
+    so their read and write see one state; every other call keeps the driver's behaviour,
+    under which readers do not wait for one another."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._depth = threading.local()
+        self._exclusive = threading.local()
         _retrying(optuna.storages.RDBStorage.__init__)(self, *args, **kwargs)
-        sqlalchemy.event.listen(self.engine, "connect", _driver_begins_nothing)
-        sqlalchemy.event.listen(self.engine, "begin", _begin)
-        self.engine.dispose()  # connections made before the listeners are replaced
+        sqlalchemy.event.listen(self.engine, "begin", self._begin)
+
+    def _begin(self, connection: sqlalchemy.Connection) -> None:
+        if getattr(self._exclusive, "on", False):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _driver_begins_nothing(dbapi_connection: Any, _record: Any) -> None:
-    dbapi_connection.isolation_level = None
+EXCLUSIVE_CALLS = ("create_new_trial", "set_trial_state_values")
+"""RDBStorage calls that read, then write on what they read."""
 
 
-def _begin(connection: sqlalchemy.Connection) -> None:
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+def _exclusive(method: _F) -> _F:
+    """`method`, its transactions begun with BEGIN IMMEDIATE (RetryingSQLiteStorage)."""
+
+    @functools.wraps(method)
+    def call(self: RetryingSQLiteStorage, *args: Any, **kwargs: Any) -> Any:
+        self._exclusive.on = True
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._exclusive.on = False
+
+    return call  # type: ignore[return-value]
 
 
 def _wrap_public_methods() -> None:
@@ -102,7 +115,10 @@ def _wrap_public_methods() -> None:
     names = [n for n, v in vars(base).items()
              if inspect.isfunction(v) and (not n.startswith("_") or n == "_get_stale_trial_ids")]
     for name in names:
-        setattr(RetryingSQLiteStorage, name, _retrying(getattr(base, name)))
+        method = getattr(base, name)
+        if name in EXCLUSIVE_CALLS:
+            method = _exclusive(method)
+        setattr(RetryingSQLiteStorage, name, _retrying(method))
 
 
 _wrap_public_methods()
