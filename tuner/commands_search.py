@@ -39,7 +39,10 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
              if "evaluated" in out else "")
     click.echo(f"study {out['study']}: {out['trials']} completed trials{extra} "
                f"({seconds:.1f} s)\n")
-    if not out["best"]:
+    if not out["trials"]:
+        click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
+                   f"machine) or `tuner resume {out['study']}` runs them")
+    elif not out["best"]:
         click.echo("no feasible plan: every plan exceeds memory or a constraint; "
                    "`tuner export` shows how far off each was")
     elif pareto:
