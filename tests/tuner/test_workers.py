@@ -84,7 +84,9 @@ def test_killed_workers_are_replaced_and_the_study_stays_intact(tmp_path: Path, 
 
     assert codes.count(-signal.SIGKILL) == killed and codes.count(0) == first
     after = trials(name, url)
-    states = check_integrity(after, target=target, extra=first)
+    # at most one extra trial per worker that ran: a killed worker's trial was in flight too,
+    # and its retry may finish beside the survivors' last trials
+    states = check_integrity(after, target=target, extra=first + killed)
     now = record(after)
     assert all(now[number] == kept for number, kept in before.items())
     assert states["FAIL"] <= killed  # at most the trial each killed worker was running
