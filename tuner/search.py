@@ -102,14 +102,16 @@ def _complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def _waiting(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=(TrialState.WAITING,)))
+def _waiting_retries(study: optuna.Study) -> int:
+    """Queued retries of failed trials (Optuna's retry callback marks them `failed_trial`)."""
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    return sum("failed_trial" in t.system_attrs for t in waiting)
 
 
 def _to_run(study: optuna.Study, target: int) -> int:
     """Trials this worker should still start: the shortfall to the target, or the retries of
     dead workers' trials that wait in the queue (each replaces a trial that was in flight)."""
-    return max(target - _complete(study), _waiting(study))
+    return max(target - _complete(study), _waiting_retries(study))
 
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
@@ -125,7 +127,7 @@ def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None
     objective = PlanObjective(space, sweep_inner=options.sweep_inner)
     objective.remember(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     if not study.trials:
-        for params in warm_start_params(space, objective.knobs):
+        for params in warm_start_params(space, objective.knobs)[:target]:
             study.enqueue_trial(params, skip_if_exists=True)
     callbacks: list[Callable[[optuna.Study, optuna.trial.FrozenTrial], None]] = [
         MaxTrialsCallback(target, states=(TrialState.COMPLETE,)), _Recovery(target)]

@@ -138,3 +138,12 @@ def test_resume_of_a_finished_study_adds_nothing(spec_path: str, storage: str) -
     first = _json("search", spec_path, "--trials", "4", "--storage", storage)
     resumed = _json("resume", "tiny", "--storage", storage)
     assert resumed["trials"] == 4 and resumed["best"] == first["best"]
+
+
+def test_a_target_below_the_warm_start_plans_is_not_overshot(tmp_path: Path,
+                                                             storage: str) -> None:
+    path = write(tmp_path, tiny("one", search={"sampler": "tpe", "trials": 1, "seed": 0}))
+    assert _json("search", str(path), "--storage", storage)["trials"] == 1
+    studies = _json("studies", "--storage", storage)
+    assert len(studies) == 1 and studies[0]["complete"] == studies[0]["trials"] == 1
+    assert studies[0].get("waiting", 0) == 0 and studies[0].get("running", 0) == 0
