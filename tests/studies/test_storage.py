@@ -7,7 +7,9 @@ from pathlib import Path
 
 import optuna
 import pytest
+import sqlalchemy.event
 import sqlalchemy.exc
+from optuna.trial import TrialState
 
 from studies import DEFAULT_STORAGE_URL, StudyError, open_storage, redact_url, storage_url
 
@@ -99,3 +101,27 @@ def test_an_unusable_server_url_is_a_one_line_study_error(url: str) -> None:
     message = str(caught.value)
     assert "secret" not in message and "***" in message
     assert len(message.splitlines()) == 1
+
+
+def test_sqlite_takes_the_write_lock_before_popping_or_finishing_a_trial(tmp_path: Path
+                                                                          ) -> None:
+    """Taking a queued trial and changing a trial's state read then write: they must hold the
+    write lock from their read (BEGIN IMMEDIATE), or two workers can take one trial; plain
+    reads must not (they would queue behind every writer)."""
+    store = open_storage(f"sqlite:///{tmp_path / 's.db'}", heartbeat_interval_s=None)
+    study = optuna.create_study(storage=store, study_name="lock")
+    study.enqueue_trial({"x": 0.5})
+    statements: list[str] = []
+    engine = store.engine
+    sqlalchemy.event.listen(engine, "before_cursor_execute",
+                            lambda _c, _cur, sql, *_: statements.append(sql))
+    trial = study.ask()  # pops the queued trial: set_trial_state_values(RUNNING)
+    assert trial.number == 0 and not study.get_trials(states=(TrialState.WAITING,))
+    assert "BEGIN IMMEDIATE" in statements
+    statements.clear()
+    study.tell(trial, 1.0)
+    assert "BEGIN IMMEDIATE" in statements
+    statements.clear()
+    study.get_trials()
+    store.get_all_trials(study._study_id)
+    assert "BEGIN IMMEDIATE" not in statements and statements
