@@ -4,6 +4,7 @@ sweeps every combination of the cheap knobs, and the best plan is the trial's re
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -86,8 +87,10 @@ class PlanObjective:
         if isinstance(outcome, str):
             trial.set_user_attr("pruned_reason", outcome)
             raise optuna.TrialPruned(outcome)
-        for name, value in outcome.constraints.items():
-            trial.set_constraint(name, value)
+        with warnings.catch_warnings():  # a retried trial carries its original's (equal) values
+            warnings.filterwarnings("ignore", message="The constraint value is ignored")
+            for name, value in outcome.constraints.items():
+                trial.set_constraint(name, value)
         for name, value in outcome.attrs.items():
             trial.set_user_attr(name, value)
         return outcome.values[0] if len(outcome.values) == 1 else outcome.values
