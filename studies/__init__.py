@@ -23,6 +23,7 @@ from .recovery import (
     WORKER_ATTR,
     fail_silent_trials,
     recover_stale_trials,
+    waiting_retries,
     worker_identity,
 )
 from .storage import (
@@ -60,5 +61,6 @@ __all__ = [
     "stored_spec",
     "target_trials",
     "trials_table",
+    "waiting_retries",
     "worker_identity",
 ]

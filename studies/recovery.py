@@ -35,7 +35,7 @@ from optuna.storages._rdb.models import TrialHeartbeatModel
 from optuna.trial import FrozenTrial, TrialState
 
 __all__ = ["JOURNAL_STALE_S", "JOURNAL_UNSTAMPED_S", "WORKER_ATTR", "fail_silent_trials",
-           "recover_stale_trials", "worker_identity"]
+           "recover_stale_trials", "waiting_retries", "worker_identity"]
 
 JOURNAL_UNSTAMPED_S = 60.0
 """Seconds after which a running trial of a journal storage that names no worker is stale: a
@@ -186,6 +186,15 @@ def recover_stale_trials(
         wanted = len(failed) if target is None else max(0, target - _pending(study))
         _retry(study, failed[:wanted])
     return _numbers(study, failed)
+
+
+def waiting_retries(study: optuna.Study) -> int:
+    """Queued retries of failed trials (not plans enqueued by a warm start)."""
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    with warnings.catch_warnings():  # experimental in Optuna 5
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        retried = optuna.storages.RetryHeartbeatStaleTrialCallback.retried_trial_number
+        return sum(retried(t) is not None for t in waiting)
 
 
 def _pending(study: optuna.Study) -> int:

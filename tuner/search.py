@@ -21,6 +21,7 @@ from studies import (
     set_target_trials,
     stored_spec,
     target_trials,
+    waiting_retries,
 )
 
 from .exhaustive import sweep, write_sweep
@@ -102,16 +103,10 @@ def _complete(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
-def _waiting_retries(study: optuna.Study) -> int:
-    """Queued retries of failed trials (Optuna's retry callback marks them `failed_trial`)."""
-    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-    return sum("failed_trial" in t.system_attrs for t in waiting)
-
-
 def _to_run(study: optuna.Study, target: int) -> int:
     """Trials this worker should still start: the shortfall to the target, or the retries of
     dead workers' trials that wait in the queue (each replaces a trial that was in flight)."""
-    return max(target - _complete(study), _waiting_retries(study))
+    return max(target - _complete(study), waiting_retries(study))
 
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
