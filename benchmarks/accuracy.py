@@ -5,8 +5,10 @@ fastest plan that fits in memory over micro-batch 1, 2, 4, 8 (where it divides t
 recompute none/selective/full, sequence parallelism on/off (tp > 1), virtual stages (pp > 1)
 and ZeRO 0/1.
 - "protocol": the validation README's rule, every blank field searched.
-- "stated": the fields a source states in its text (benchmarks/stated_plans.yaml: the 2020-21
+- "stated": the fields a source states in its text (benchmarks/sources.yaml: the 2020-21
   Megatron-LM runs used full recompute) taken as stated, the rest searched.
+Both model each run on its own software (sources.yaml `stack`: runs before 2022 had no fused
+flash attention), as a spec's `stack` section does.
 Prints measured vs predicted per case, the mean absolute and the largest error of each.
 
     python benchmarks/accuracy.py [--cases PATH] [--fit] [--json]
@@ -44,21 +46,30 @@ from cost import (  # noqa: E402
     TrainingSpec,
     evaluate,
 )
+from search_spaces import StackSection  # noqa: E402
 from search_spaces.catalog import gpu_catalog  # noqa: E402
 
 DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.csv"
-STATED_PLANS = Path(__file__).with_name("stated_plans.yaml")
+SOURCES = Path(__file__).with_name("sources.yaml")
+PLAN_FIELDS = ("recompute", "sequence_parallel", "zero", "micro_batch", "virtual_stages")
+
+
+def _source(row: dict[str, str]) -> dict[str, Any]:
+    for entry in yaml.safe_load(SOURCES.read_text()):
+        if row["source"].startswith(entry["source_starts_with"]):
+            return dict(entry)
+    return {}
 
 
 def stated(row: dict[str, str]) -> dict[str, str]:
-    """The row with the plan fields its source states filled in (stated_plans.yaml)."""
-    for entry in yaml.safe_load(STATED_PLANS.read_text()):
-        if row["source"].startswith(entry["source_starts_with"]):
-            fields = {k: str(v).lower() for k, v in entry.items()
-                      if k in ("recompute", "sequence_parallel", "zero", "micro_batch",
-                               "virtual_stages")}
-            return {**row, **{k: v for k, v in fields.items() if not row.get(k)}}
-    return row
+    """The row with the plan fields its source states filled in (sources.yaml)."""
+    fields = {k: str(v).lower() for k, v in _source(row).items() if k in PLAN_FIELDS}
+    return {**row, **{k: v for k, v in fields.items() if not row.get(k)}}
+
+
+def stack(row: dict[str, str]) -> StackSection:
+    """The software the row's run used (sources.yaml `stack`; a current stack if not given)."""
+    return StackSection(**(_source(row).get("stack") or {}))
 
 
 @dataclass(frozen=True)
@@ -113,7 +124,8 @@ def predict(row: dict[str, str], efficiency: Efficiency = DEFAULT_EFFICIENCY) ->
     plan = Plan(tp=int(row["tp"]), pp=int(row["pp"]), dp=dp, cp=_int(row, "cp", 1),
                 micro_batch=c[:, 0], recompute=c[:, 1], sequence_parallel=c[:, 2],
                 virtual_stages=c[:, 3], zero=c[:, 4])
-    report: CostReport = evaluate(model, cluster, training, plan, efficiency=efficiency)
+    report: CostReport = evaluate(model, cluster, training, plan,
+                                  efficiency=stack(row).apply(efficiency))
     times = np.where(report.feasible, report.step_time_s, np.inf)
     best = int(np.argmin(times))
     chosen = {"micro_batch": int(c[best, 0]), "recompute": RECOMPUTE[int(c[best, 1])],
@@ -187,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{100 * s.error:>+6.1f}%  {plan}")
     print()
     print(_summary_line("protocol (every blank field searched)", summary["protocol"]))
-    print(_summary_line("stated plans (benchmarks/stated_plans.yaml)", summary["stated"]))
+    print(_summary_line("stated plans (benchmarks/sources.yaml)", summary["stated"]))
     if args.fit:
         print(f"fitted GEMM fractions (stated plans): {summary['fitted_gemm_fraction']}")
     return 0

@@ -5,11 +5,12 @@ error on the other.
 
 Each case becomes a spec and a row of a measurements CSV in a temporary folder: its blank plan
 fields as choices (the prediction is the fastest plan that fits, as the validation README
-says), or filled as the sources state them (benchmarks/stated_plans.yaml). Then the same code
-as `tuner calibrate` fits a profile on half of the rows, starting either from an uncalibrated
-model (every GPU at the fallback GEMM fraction, as for a GPU the catalog has not calibrated:
-the situation of a user with a new cluster) or from the shipped catalog, and reports the error
-before and after on both halves.
+says), or filled as the sources state them (benchmarks/sources.yaml), each on its own software
+(sources.yaml `stack`, a spec's `stack` section). Then the same code as `tuner calibrate` fits
+a profile on half of the rows, starting either from an uncalibrated model (every GPU at the
+fallback GEMM fraction, as for a GPU the catalog has not calibrated: the situation of a user
+with a new cluster) or from the shipped catalog, and reports the error before and after on
+both halves.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy import stated  # noqa: E402
+from benchmarks.accuracy import stack, stated  # noqa: E402
 from cost import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency  # noqa: E402
 from tuner.calibrate import Measurement, errors, fit, read_measurements, split, summary  # noqa: E402
 
@@ -67,6 +68,7 @@ def case_spec(row: dict[str, str]) -> dict[str, Any]:
         "cluster": {"gpu": row["gpu"], "nodes": max(1, gpus // per_node),
                     "gpus_per_node": min(per_node, gpus)},
         "plan": plan,
+        "stack": stack(row).model_dump(exclude_none=True),
     }
 
 

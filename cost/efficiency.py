@@ -56,8 +56,12 @@ class Efficiency:
     overlap_slowdown: float = 0.15
     """Seconds of compute lost per second of communication hidden behind it: NCCL kernels take
     SMs and HBM bandwidth from the GEMMs they overlap (a few of 108-132 SMs, and their copies)."""
-    tp_overlap: float = 0.0
-    """Fraction of tensor-parallel traffic hidden behind GEMMs (comm/compute overlap)."""
+    tp_overlap: float = 0.8
+    """Share of sequence-parallel all-gathers and reduce-scatters hidden behind the GEMMs they
+    feed, inside an NVLink domain: Transformer Engine's userbuffers overlap
+    (Megatron-Core's --tp-comm-overlap) pipelines them in chunks, and the first or last chunk
+    stays exposed; 0 for stacks before 2023. 0.8 fits the Megatron-Core runs of
+    shared/validation best among 0.5-0.9 with the H100 GEMM fraction refitted."""
     layers_batch_half: float = 8.0
     """Per-GPU batch (samples) at which a layers model (CNN) runs at half its large-batch rate:
     small batches leave SMs idle between kernels."""

@@ -68,7 +68,14 @@ def layer_times(
                                tp_link.latency_s),
         allreduce_s(boundary_bytes, r.tp, tp_link.bandwidth_bytes_per_s, tp_link.latency_s))
     passes = 4.0 + np.where(r.recompute >= 2, 2.0, 0.0)  # 2 fwd + 2 bwd (+ 2 fwd again)
-    tp_comm = (1.0 - eff.tp_overlap) * passes * one_tp
+    # Transformer Engine splits the all-gather + GEMM and GEMM + reduce-scatter of sequence
+    # parallelism into chunks that overlap (userbuffers over NVLink); an all-reduce or a
+    # group that leaves the NVLink domain stays exposed. Hidden traffic still takes SMs.
+    overlappable = (r.sp > 0) & (r.tp <= np.asarray(cluster.scale_up_domain_gpus))
+    comm = passes * one_tp
+    gemm_passes = 3.0 + np.where(r.recompute >= 2, 1.0, 0.0)
+    hidden = np.minimum(np.where(overlappable, eff.tp_overlap, 0.0) * comm, gemm_passes * gemms)
+    tp_comm = comm - hidden + eff.overlap_slowdown * hidden
 
     cp_link = group_link(cluster, stride=r.tp, size=r.cp, fraction=eff.network_fraction)
     kv_bytes = 2.0 * act * r.mb * model.seq_len * model.kv_hidden / r.tp

@@ -11,7 +11,14 @@ from .cluster import ClusterSection, Expansion, GPUSection
 from .errors import SpecError
 from .plan import PLAN_FIELDS, PlanSection
 from .results import cluster_as_dict, plan_as_dict, plan_result, violations
-from .sections import OBJECTIVES, Constraints, ModelSection, SearchSection, TrainingSection
+from .sections import (
+    OBJECTIVES,
+    Constraints,
+    ModelSection,
+    SearchSection,
+    StackSection,
+    TrainingSection,
+)
 from .space import CLUSTER_KNOBS, INNER_KNOBS, OUTER_PLAN_KNOBS, Space, encode_plan_values
 from .spec import CostInputs, StudySpec, load_spec, parse_spec
 from .units import KINDS, parse_quantity
@@ -35,6 +42,7 @@ __all__ = [
     "SearchSection",
     "Space",
     "SpecError",
+    "StackSection",
     "StudySpec",
     "TrainingSection",
     "cluster_as_dict",

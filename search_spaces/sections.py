@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from cost import Layer, LayersModel, ModelSpec, TrainingSpec
+from cost import Efficiency, Layer, LayersModel, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
@@ -21,6 +21,7 @@ __all__ = [
     "ModelSection",
     "Objective",
     "SearchSection",
+    "StackSection",
     "TrainingSection",
     "resolve_model",
 ]
@@ -154,3 +155,28 @@ class SearchSection(Frozen):
     trials: Annotated[int, Field(strict=True, ge=1, le=10**7)] = 100
     seed: Annotated[int, Field(strict=True, ge=0)] | None = None
     timeout: Seconds | None = None
+
+
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class StackSection(Frozen):
+    """The training software's features, which a calibration profile (fitted hardware
+    efficiency) does not decide: left out, the profile's value (a current stack) stands.
+
+    - flash_attention: fused attention (FlashAttention, cuDNN); false for stacks before 2022
+      (Megatron-LM until 2023), whose softmax streams the s x s scores through HBM and keeps
+      them for the backward pass;
+    - dp_overlap: share of the backward (forward) pass that hides data-parallel gradient
+      reductions (weight gathers); 0 for a stack that reduces after the backward pass;
+    - tp_overlap: share of tensor-parallel traffic hidden behind GEMMs (Transformer Engine's
+      userbuffers overlap); 0 without it."""
+
+    flash_attention: bool | None = Field(default=None, strict=True)
+    dp_overlap: Fraction | None = None
+    tp_overlap: Fraction | None = None
+
+    def apply(self, efficiency: Efficiency) -> Efficiency:
+        """`efficiency` with the fields this stack names."""
+        given = {k: v for k, v in self if v is not None}
+        return efficiency.with_(**given) if given else efficiency

@@ -41,6 +41,7 @@ from .sections import (
     ModelSection,
     Objective,
     SearchSection,
+    StackSection,
     TrainingSection,
     resolve_model,
 )
@@ -76,6 +77,7 @@ class StudySpec(Frozen):
     constraints: Constraints = Constraints()
     search: SearchSection = SearchSection()
     calibration: str | None = None
+    stack: StackSection = StackSection()
     _file: str = PrivateAttr(default="")
 
     @property
@@ -93,7 +95,10 @@ class StudySpec(Frozen):
 
     def efficiency(self) -> Efficiency:
         """The cost model's efficiency: the `calibration` profile (a path relative to the
-        spec's file), or the defaults."""
+        spec's file) or the defaults, with the features of the spec's `stack`."""
+        return self.stack.apply(self._profile())
+
+    def _profile(self) -> Efficiency:
         if self.calibration is None:
             return DEFAULT_EFFICIENCY
         path = Path(self.calibration)
@@ -140,6 +145,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "": StudySpec, "model": ModelSection, "training": TrainingSection,
     "cluster": ClusterSection, "cluster.gpu": GPUSection, "cluster.expansion": Expansion,
     "plan": PlanSection, "constraints": Constraints, "search": SearchSection,
+    "stack": StackSection,
 }
 
 

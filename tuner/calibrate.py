@@ -38,7 +38,9 @@ class Measurement:
     measured_s: float
 
     def predict(self, efficiency: Efficiency) -> float:
-        """The fastest feasible plan's step time under `efficiency` (inf if none fits)."""
+        """The fastest feasible plan's step time under `efficiency` with the features of the
+        run's software (its spec's `stack`), inf if none fits."""
+        efficiency = self.space.spec.stack.apply(efficiency)
         best = math.inf
         for cluster, plans in self.candidates:
             report = evaluate(self.space.model, cluster, self.space.training, plans,

@@ -56,3 +56,48 @@ def test_backward_is_about_twice_the_forward() -> None:
 def test_breakdown_sums_to_the_step_time() -> None:
     report = evaluate(gpt(), cluster(8), run(64), Plan(tp=8, pp=8, virtual_stages=3))
     assert sum(report.step.as_dict().values()) == pytest.approx(float(report.step_time_s))
+
+
+def _tp_comm(plan: Plan, nodes: int = 8, **eff: float) -> float:
+    efficiency = DEFAULT_EFFICIENCY.with_(**eff)
+    return float(evaluate(gpt(), cluster(nodes), run(64), plan, efficiency=efficiency)
+                 .step.tp_comm)
+
+
+def test_tp_overlap_hides_sequence_parallel_traffic_less_its_sm_cost() -> None:
+    """Hidden TP traffic leaves overlap_slowdown of itself exposed: the chunks that overlap
+    still take SMs from the GEMMs."""
+    plan = Plan(tp=8, pp=8, sequence_parallel=True)
+    exposed = _tp_comm(plan, tp_overlap=0.0)
+    half = _tp_comm(plan, tp_overlap=0.5, overlap_slowdown=0.0)
+    assert half == pytest.approx(0.5 * exposed)
+    slowed = _tp_comm(plan, tp_overlap=0.5, overlap_slowdown=0.2)
+    assert slowed == pytest.approx(0.5 * exposed + 0.2 * 0.5 * exposed)
+
+
+def test_tp_overlap_needs_sequence_parallelism_inside_an_nvlink_domain() -> None:
+    """An all-reduce (no sequence parallelism) and a TP group spanning nodes stay exposed."""
+    allreduce = Plan(tp=8, pp=8, sequence_parallel=False)
+    assert _tp_comm(allreduce, tp_overlap=1.0) == _tp_comm(allreduce, tp_overlap=0.0)
+    across = Plan(tp=16, pp=4, sequence_parallel=True)
+    assert _tp_comm(across, tp_overlap=1.0) == _tp_comm(across, tp_overlap=0.0) > 0.0
+
+
+def test_more_tp_overlap_never_slows_a_step() -> None:
+    plans = Plan(tp=np.array([1.0, 2.0, 4.0, 8.0, 16.0]), pp=4, sequence_parallel=True)
+    times = [evaluate(gpt(), cluster(8), run(64), plans,
+                      efficiency=DEFAULT_EFFICIENCY.with_(tp_overlap=x)).step_time_s
+             for x in (0.0, 0.5, 1.0)]
+    assert np.all(times[1] <= times[0]) and np.all(times[2] <= times[1])
+
+
+def test_unfused_attention_is_slower_and_selective_recompute_redoes_it() -> None:
+    """Without flash attention the s x s scores stream through HBM; selective recompute
+    recomputes exactly that attention core (Korthikanti et al.), at no cost with flash."""
+    model, c, training = gpt(), cluster(8), run(64)
+    r = resolve(model, c, training, Plan(tp=8, pp=8, recompute=1.0))
+    fused = layer_times(model, c, training, r, DEFAULT_EFFICIENCY)
+    unfused = layer_times(model, c, training, r, DEFAULT_EFFICIENCY.with_(flash_attention=False))
+    assert float(unfused.forward) > float(fused.forward)
+    assert float(fused.recompute) == 0.0
+    assert float(unfused.recompute) == pytest.approx(float(unfused.attention_forward))

@@ -184,6 +184,11 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
      "model.kind", "kind"),
     ("layers model without layers", _spec(model={"name": "r", "kind": "layers", "layers": 4}),
      "model.layers", "tuple"),
+    ("overlap over one", _spec(stack={"tp_overlap": 1.5}), "stack.tp_overlap",
+     "less than or equal to 1"),
+    ("flash attention as a string", _spec(stack={"flash_attention": "no"}),
+     "stack.flash_attention", "boolean"),
+    ("unknown stack field", _spec(stack={"flash": False}), "stack.flash", "known fields"),
 ]
 
 
@@ -262,3 +267,15 @@ def test_built_in_resnets_match_their_papers() -> None:
     assert nets["resnet-101"].params == pytest.approx(44.55e6, rel=0.01)
     assert nets["resnet-32"].params == pytest.approx(0.46e6, rel=0.02)
     assert nets["resnet-50"].forward_flops / 2 == pytest.approx(3.86e9, rel=0.03)
+
+
+def test_a_stack_sets_the_software_features_over_the_profile(tmp_path: Path) -> None:
+    """`stack` names what the software has (flash attention, overlaps); the calibration
+    profile's fitted fields stay, and fields the stack leaves out keep the profile's value."""
+    (tmp_path / "p.yaml").write_text("efficiency: {gemm_fraction: 0.5, dp_overlap: 0.3}\n")
+    data = _spec(stack={"flash_attention": False, "tp_overlap": 0}, calibration="p.yaml")
+    path = _write(tmp_path, yaml.safe_dump(data))
+    eff = load_spec(path).efficiency()
+    assert (eff.flash_attention, eff.tp_overlap) == (False, 0.0)
+    assert (eff.gemm_fraction, eff.dp_overlap) == (0.5, 0.3)
+    assert parse_spec(_spec()).efficiency() == cost.DEFAULT_EFFICIENCY

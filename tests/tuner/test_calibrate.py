@@ -82,3 +82,23 @@ def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
     data["calibration"] = "p.yaml"
     result = CliRunner().invoke(main, ["evaluate", str(write(tmp_path, data))])
     assert result.exit_code == 2 and "calibration" in result.output
+
+
+def test_each_run_is_fitted_on_its_own_stack(tmp_path: Path) -> None:
+    """Runs on an older stack (no flash attention, no TP overlap: the spec's `stack`) and on a
+    current one, measured with one GEMM fraction: the fit recovers it only because each row is
+    predicted on its own software."""
+    rows = ["spec,measured_step_time_s"]
+    for i, (tp, old) in enumerate([(1, True), (2, True), (4, False), (8, False), (2, False)]):
+        data = tiny(f"stack{i}", plan={"tp": tp, "sequence_parallel": tp > 1})
+        data["model"].update(hidden=2048, heads=16)
+        if old:
+            data["stack"] = {"flash_attention": False, "tp_overlap": 0.0}
+        path = write(tmp_path, data)
+        spec = load_spec(path)
+        seconds = float(evaluate(*spec.to_cost_inputs(), efficiency=spec.stack.apply(TRUE))
+                        .step_time_s)
+        rows.append(f"{path.name},{seconds}")
+    (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
+    fitted = fit(read_measurements(tmp_path / "runs.csv"), DEFAULT_EFFICIENCY)
+    assert dict(fitted.gemm_fraction_by_gpu)["a100-80gb"] == pytest.approx(0.45, abs=0.005)
