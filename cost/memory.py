@@ -114,7 +114,7 @@ def _buffers_bytes(
     first stage holds the most activations; pp = 1 holds both. Under full recompute, one layer's
     whole activations while it is rebuilt."""
     logits = 8.0 * r.tokens_per_micro_batch * model.vocab / r.tp
-    last_stage = per_layer * r.layers_per_stage + logits
+    last_stage = per_layer * r.last_stage_layers + logits
     ends = np.where(r.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
     rebuilt = activation_bytes_per_layer(model, replace(r, recompute=0.0 * r.recompute),
                                          act_bytes=act_bytes, flash_attention=flash_attention)

@@ -45,7 +45,8 @@ class Resolved:
     parameter_servers: Array
     gpus: Array
     micro_batches: Array
-    layers_per_stage: Array
+    layers_per_stage: Array  # transformer layers of the fullest stage
+    last_stage_layers: Array  # transformer layers of the last stage (beside the logits)
     tokens_per_micro_batch: Array  # tokens of one micro-batch on one GPU: mb · seq / cp
 
     @property
@@ -55,8 +56,21 @@ class Resolved:
         return np.where(self.sp > 0, self.tp, 1.0)
 
 
+def embedding_and_loss_split(layers: int, pp: Array, vs: Array) -> Array:
+    """1.0 where the pipeline counts the embedding and the loss as one layer each: pp·v does
+    not divide the layers but divides layers + 2, so the first and the last stage each take
+    one transformer layer fewer (Megatron-Core's --account-for-embedding-in-pipeline-split
+    and --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's
+    70 on 12)."""
+    chunks = np.maximum(pp * vs, 1.0)
+    even = np.isclose(np.mod(layers, chunks), 0.0)
+    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0)
+    return np.where(~even & plus_two & (pp > 1), 1.0, 0.0)
+
+
 def resolve(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Resolved:
     a = plan.arrays(cluster.gpus)
+    split = embedding_and_loss_split(model.layers, a["pp"], a["virtual_stages"])
     mb, dp, cp = a["micro_batch"], a["dp"], a["cp"]
     return Resolved(
         tp=a["tp"], pp=a["pp"], dp=dp, cp=cp, vs=a["virtual_stages"], mb=mb,
@@ -64,6 +78,7 @@ def resolve(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, plan
         zero=a["zero"], offload=a["offload"], sync=a["sync"],
         parameter_servers=a["parameter_servers"], gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb),
-        layers_per_stage=model.layers / a["pp"],
+        layers_per_stage=(model.layers + 2.0 * split) / a["pp"],
+        last_stage_layers=(model.layers + 2.0 * split) / a["pp"] - split,
         tokens_per_micro_batch=mb * model.seq_len / cp,
     )

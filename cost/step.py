@@ -115,10 +115,17 @@ def pipeline_bubble_s(stages: Array, virtual_stages: Array, micro_batch_s: Array
 def step_time(
     model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved, eff: Efficiency
 ) -> StepTime:
-    """One optimizer step on the slowest stage (the last: its layers plus the logits)."""
+    """One optimizer step on the slowest stage: the last (its layers plus the logits), or a
+    middle one where the last gave a layer to the loss (cost.resolved.embedding_and_loss_split)
+    and the logits take less time than that layer."""
     layer = layer_times(model, cluster, training, r, eff)
     logits = _logits_s(model, cluster, training, r, eff)
-    m, layers = r.micro_batches, r.layers_per_stage
+    per_layer = (layer.forward + layer.backward + layer.recompute + layer.tp_comm
+                 + layer.cp_comm)
+    last_slower = (r.last_stage_layers * per_layer + logits) >= r.layers_per_stage * per_layer
+    m = r.micro_batches
+    layers = np.where(last_slower, r.last_stage_layers, r.layers_per_stage)
+    logits = np.where(last_slower, logits, 0.0)
     per_micro_batch = layers * (
         layer.forward + layer.backward + layer.recompute + layer.tp_comm + layer.cp_comm)
     compute_mb = layers * (layer.forward + layer.backward) + logits

@@ -31,7 +31,8 @@ def violation_masks(
     # root causes first: a derived dp that is not whole follows from them
     return {
         "tp_heads": ~(_divides(r.tp, model.heads) & _divides(r.tp, model.kv_heads)),
-        "layers": ~_divides(r.pp * r.vs, model.layers),
+        "layers": ~(_divides(r.pp * r.vs, model.layers)
+                    | ((r.pp > 1) & _divides(r.pp * r.vs, model.layers + 2))),
         "cp_seq": ~_divides(r.cp, model.seq_len),
         "model_parallel": ~_divides(r.tp * r.pp * r.cp, r.gpus),
         "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
@@ -89,8 +90,9 @@ def plan_violations(
                           f"{v['gpus']:g} GPUs; choose tp, pp and cp whose product divides it",
         "gpus": f"tp·pp·dp·cp = {v['tp'] * v['pp'] * v['dp'] * v['cp']:g} is not the "
                 f"{v['gpus']:g} GPUs of the cluster; change dp or leave it out to fill the cluster",
-        "layers": f"pp·virtual_stages = {v['pp'] * v['vs']:g} does not divide "
-                  f"layers={model.layers}; choose pp from {_divisors(model.layers)}",
+        "layers": f"pp·virtual_stages = {v['pp'] * v['vs']:g} divides neither "
+                  f"layers={model.layers} nor layers + 2 (embedding and loss counted as "
+                  f"layers); choose pp from {_stage_counts(model.layers)}",
         "batch": f"dp·micro_batch = {v['dp'] * v['mb']:g} does not divide "
                  f"global_batch={training.global_batch}; change micro_batch or dp",
         "cp_seq": f"cp={v['cp']:g} does not divide seq_len={model.seq_len}; choose a divisor",
@@ -108,6 +110,10 @@ def plan_violations(
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _stage_counts(layers: int) -> list[int]:
+    return sorted(set(_divisors(layers)) | {d for d in _divisors(layers + 2) if d > 1})
 
 
 def _divisors_of_both(a: int, b: int) -> list[int]:

@@ -77,7 +77,8 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
 def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: TrainingSpec
                   ) -> dict[str, tuple[Any, ...]]:
     """Each plan knob's values, less those ruled out whatever the other knobs are: tp must
-    divide the heads, pp the layers, cp the sequence, and each some GPU count of the space."""
+    divide the heads, pp the layers (or layers + 2), cp the sequence, and each some GPU count
+    of the space."""
     counts = _gpu_counts(spec.cluster)
 
     def fills(v: int) -> bool:
@@ -85,9 +86,10 @@ def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: Tra
 
     rules = _layers_rules(training, model) if isinstance(model, LayersModel) else {
         "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
-        "pp": lambda v: model.layers % v == 0 and fills(v),
+        "pp": lambda v: (model.layers % v == 0 or (v > 1 and (model.layers + 2) % v == 0))
+        and fills(v),
         "cp": lambda v: model.seq_len % v == 0 and fills(v),
-        "virtual_stages": lambda v: model.layers % v == 0,
+        "virtual_stages": lambda v: model.layers % v == 0 or (model.layers + 2) % v == 0,
         "micro_batch": lambda v: training.global_batch % v == 0,
         "dp": lambda v: v is None or training.global_batch % v == 0,
     }

@@ -3,6 +3,7 @@ import pytest
 
 from cost import Plan, evaluate, plan_violations
 from cost.price import price
+from cost.resolved import resolve
 from tests.factories import cluster, gpt, run
 
 
@@ -24,7 +25,7 @@ def test_degrees_must_fill_the_cluster() -> None:
 
 
 def test_pipeline_must_divide_layers_and_batch_must_divide() -> None:
-    assert any("layers=96" in m for m in violations(tp=8, pp=7, dp=1))
+    assert any("layers=96" in m for m in violations(tp=8, pp=5, dp=1))
     assert any("global_batch=64" in m for m in violations(tp=2, pp=2, micro_batch=3))
 
 
@@ -81,3 +82,17 @@ def test_more_revocations_never_lower_expected_time() -> None:
     report = evaluate(gpt(), c, run(64, tokens=1e9), Plan(tp=8, pp=8))
     days = report.price.time_to_train_s
     assert np.all(np.diff(days) > 0)
+
+
+def test_a_pipeline_may_count_the_embedding_and_the_loss_as_layers() -> None:
+    """pp·v dividing layers + 2 is valid (Megatron-Core's account-for-embedding/loss split:
+    Llama 3 405B's 126 layers on 16 stages): 14 layers on the middle stages of GPT-3's 96 on
+    7 stages, 13 beside the embedding and the loss; one layer more than an even split costs."""
+    model, c, training = gpt(layers=96), cluster(7), run(56)
+    assert plan_violations(model, c, training, Plan(tp=8, pp=7, dp=1)) == []
+    r = resolve(model, c, training, Plan(tp=8, pp=7, dp=1))
+    assert (float(r.layers_per_stage), float(r.last_stage_layers)) == (14.0, 13.0)
+    uneven = evaluate(model, c, training, Plan(tp=8, pp=7, dp=1))
+    even = evaluate(gpt(layers=98), c, training, Plan(tp=8, pp=7, dp=1))
+    assert bool(uneven.valid) and float(uneven.step_time_s) <= float(even.step_time_s)
+    assert float(uneven.step_time_s) >= 96 / 98 * float(even.step_time_s)
