@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import itertools
 import json
 import sys
@@ -60,8 +61,13 @@ SOURCES = Path(__file__).with_name("sources.yaml")
 PLAN_FIELDS = ("recompute", "sequence_parallel", "zero", "micro_batch", "virtual_stages")
 
 
+@functools.cache
+def _sources() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.safe_load(SOURCES.read_text()))
+
+
 def _source(row: dict[str, str]) -> dict[str, Any]:
-    for entry in yaml.safe_load(SOURCES.read_text()):
+    for entry in _sources():
         if row["source"].startswith(entry["source_starts_with"]):
             return dict(entry)
     return {}

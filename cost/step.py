@@ -126,8 +126,7 @@ def step_time(
     m = r.micro_batches
     layers = np.where(last_slower, r.last_stage_layers, r.layers_per_stage)
     logits = np.where(last_slower, logits, 0.0)
-    per_micro_batch = layers * (
-        layer.forward + layer.backward + layer.recompute + layer.tp_comm + layer.cp_comm)
+    per_micro_batch = layers * per_layer
     compute_mb = layers * (layer.forward + layer.backward) + logits
     bubble = pipeline_bubble_s(r.pp, r.vs, per_micro_batch + logits / r.pp)
     dp_comm = _dp_comm_s(model, cluster, training, r, eff,

@@ -10,7 +10,7 @@ import numpy as np
 
 from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec, Value
 from .layers import LayersModel, layers_violations
-from .resolved import Resolved, resolve
+from .resolved import Resolved, embedding_and_loss_split, resolve
 
 __all__ = ["plan_violations", "structurally_valid", "valid_mask", "violation_masks"]
 
@@ -32,7 +32,7 @@ def violation_masks(
     return {
         "tp_heads": ~(_divides(r.tp, model.heads) & _divides(r.tp, model.kv_heads)),
         "layers": ~(_divides(r.pp * r.vs, model.layers)
-                    | ((r.pp > 1) & _divides(r.pp * r.vs, model.layers + 2))),
+                    | (embedding_and_loss_split(model.layers, r.pp, r.vs) > 0)),
         "cp_seq": ~_divides(r.cp, model.seq_len),
         "model_parallel": ~_divides(r.tp * r.pp * r.cp, r.gpus),
         "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
