@@ -58,13 +58,14 @@ class Resolved:
 
 def embedding_and_loss_split(layers: int, pp: Array, vs: Array) -> Array:
     """1.0 where the pipeline counts the embedding and the loss as one layer each: pp·v does
-    not divide the layers but divides layers + 2, so the first and the last stage each take
-    one transformer layer fewer (Megatron-Core's --account-for-embedding-in-pipeline-split
-    and --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's
-    70 on 12)."""
+    not divide the layers but divides layers + 2 into chunks of two or more, so the first and
+    the last stage each take one transformer layer fewer and keep at least one
+    (Megatron-Core's --account-for-embedding-in-pipeline-split and
+    --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's 70
+    on 12)."""
     chunks = np.maximum(pp * vs, 1.0)
     even = np.isclose(np.mod(layers, chunks), 0.0)
-    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0)
+    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0) & (2.0 * chunks <= layers + 2.0)
     return np.where(~even & plus_two & (pp > 1), 1.0, 0.0)
 
 

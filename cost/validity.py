@@ -113,7 +113,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def _stage_counts(layers: int) -> list[int]:
-    return sorted(set(_divisors(layers)) | {d for d in _divisors(layers + 2) if d > 1})
+    return sorted(set(_divisors(layers))
+                  | {d for d in _divisors(layers + 2) if 1 < d <= (layers + 2) // 2})
 
 
 def _divisors_of_both(a: int, b: int) -> list[int]:

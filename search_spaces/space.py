@@ -86,7 +86,8 @@ def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: Tra
 
     rules = _layers_rules(training, model) if isinstance(model, LayersModel) else {
         "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
-        "pp": lambda v: (model.layers % v == 0 or (v > 1 and (model.layers + 2) % v == 0))
+        "pp": lambda v: (model.layers % v == 0
+                         or (1 < v <= (model.layers + 2) // 2 and (model.layers + 2) % v == 0))
         and fills(v),
         "cp": lambda v: model.seq_len % v == 0 and fills(v),
         "virtual_stages": lambda v: model.layers % v == 0 or (model.layers + 2) % v == 0,

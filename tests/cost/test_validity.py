@@ -96,3 +96,10 @@ def test_a_pipeline_may_count_the_embedding_and_the_loss_as_layers() -> None:
     even = evaluate(gpt(layers=98), c, training, Plan(tp=8, pp=7, dp=1))
     assert bool(uneven.valid) and float(uneven.step_time_s) <= float(even.step_time_s)
     assert float(uneven.step_time_s) >= 96 / 98 * float(even.step_time_s)
+
+
+def test_the_split_leaves_every_stage_a_transformer_layer() -> None:
+    """98 stages for 96 layers would leave the first and last stage nothing but the embedding
+    and the loss: refused."""
+    assert any("layers=96" in m for m in plan_violations(gpt(), cluster(98, gpus_per_node=1),
+                                                         run(98), Plan(tp=1, pp=98, dp=1)))
