@@ -112,7 +112,7 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     for values, plan in picked:
         cluster = dict(raw["cluster"])
         for key, value in values.items():
-            if key.startswith("expansion."):
+            if key.startswith("expansion.") and value is not None:
                 cluster.setdefault("expansion", {})
                 cluster["expansion"] = {**cluster["expansion"], key.split(".")[1]: value}
             elif value is not None and key in raw["cluster"]:
