@@ -44,7 +44,6 @@ sys.path.insert(0, str(ROOT))
 
 from cost import (  # noqa: E402
     DEFAULT_EFFICIENCY,
-    RECOMPUTE,
     ClusterSpec,
     CostReport,
     Efficiency,
@@ -53,7 +52,10 @@ from cost import (  # noqa: E402
     TrainingSpec,
     evaluate,
 )
+from cost.codec import Recompute  # noqa: E402
 from search_spaces import StackSection  # noqa: E402
+
+RECOMPUTE = [r.value for r in Recompute]
 from search_spaces.catalog import gpu_catalog  # noqa: E402
 
 DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.csv"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from search_spaces import Space, SpecError, load_spec  # noqa: E402
-from tuner.evaluation import evaluate_chunks  # noqa: E402
+from tuner.engine.evaluation import evaluate_chunks  # noqa: E402
 
 DEFAULT_SPEC = ROOT / "search_spaces" / "examples" / "comet-1t-memory-expansion.yaml"
 

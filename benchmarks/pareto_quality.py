@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from search_spaces import Space, load_spec  # noqa: E402
 from studies import open_storage  # noqa: E402
-from tuner.exhaustive import pareto_mask, sweep  # noqa: E402
-from tuner.search import SearchOptions, run_search  # noqa: E402
+from tuner.engine.exhaustive import pareto_mask, sweep  # noqa: E402
+from tuner.engine.search import SearchOptions, run_search  # noqa: E402
 
 EXAMPLE = ROOT / "search_spaces" / "examples" / "llama3-70b-budget-codesign.yaml"
 CHECKPOINTS = (100, 300, 1000)

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from search_spaces import Space, load_spec  # noqa: E402
 from studies import open_storage  # noqa: E402
-from tuner.exhaustive import sweep  # noqa: E402
-from tuner.search import SearchOptions, run_search  # noqa: E402
+from tuner.engine.exhaustive import sweep  # noqa: E402
+from tuner.engine.search import SearchOptions, run_search  # noqa: E402
 
 EXAMPLES = ("gpt3-175b-1024-a100", "llama3-70b-64-h100", "llama3-405b-2048-h100")
 

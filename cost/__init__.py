@@ -1,55 +1,77 @@
-"""The analytical cost model of distributed training: pure, vectorised functions of frozen inputs.
+"""The analytical cost model of distributed training: pure, vectorised functions of frozen
+inputs (a workload, a cluster, a training run, an array of plans) returning time, memory and
+price with their breakdowns.
 
-Knows nothing of Optuna, files or the command line; needs numpy and the standard library only.
+Holds: the workload protocol (workload) and its implementations (transformer, layers); the
+plan's vocabulary (codec); the rules of valid plans (validity); the schedule, memory and price
+every workload shares; the typed result of one plan (result).
+May import numpy and the standard library only: nothing of Optuna, files or the command line.
 """
 
 from .breakdown import CostReport, MemoryUse, Price, StepTime
+from .codec import KNOBS, PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
 from .errors import CostModelError
 from .evaluate import evaluate
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
-from .inputs import (
-    OFFLOAD,
-    PRECISIONS,
-    RECOMPUTE,
-    ClusterSpec,
-    GPUSpec,
-    ModelSpec,
-    Plan,
-    TrainingSpec,
-)
-from .layers import Layer, LayersModel, evaluate_layers
+from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
+from .layers import Layer, LayersModel
+from .precision import element_bytes
+from .result import ClusterSummary, PlanResult, plan_result
 from .sync import SYNC
-from .validity import plan_violations, structurally_valid
+from .transformer import ModelSpec
+from .validity import (
+    InvalidPlanError,
+    NoValidValueError,
+    allowed_values,
+    check_plan,
+    plan_violations,
+    precision_violation,
+    structurally_valid,
+)
+from .workload import Workload
 
-COST_MODEL_VERSION = "1"
+COST_MODEL_VERSION = "2"
 
 __all__ = [
     "COST_MODEL_VERSION",
     "DEFAULT_EFFICIENCY",
     "FALLBACK_GEMM_FRACTION",
-    "OFFLOAD",
+    "KNOBS",
+    "PLAN_KNOBS",
     "PRECISIONS",
-    "RECOMPUTE",
     "SYNC",
     "ClusterSpec",
+    "ClusterSummary",
     "CostModelError",
     "CostReport",
     "Efficiency",
     "GPUSpec",
+    "InvalidPlanError",
     "Layer",
     "LayersModel",
     "MemoryUse",
     "ModelSpec",
+    "NoValidValueError",
+    "Offload",
     "Plan",
+    "PlanRecord",
+    "PlanResult",
     "Price",
+    "Recompute",
     "StepTime",
+    "Sync",
     "TrainingSpec",
+    "Workload",
+    "allowed_values",
+    "check_plan",
+    "element_bytes",
     "evaluate",
-    "evaluate_layers",
     "matmul_parameters",
     "model_flops_per_token",
     "parameter_count",
+    "plan_result",
     "plan_violations",
+    "precision_violation",
     "structurally_valid",
 ]

@@ -1,4 +1,8 @@
-"""Results of the cost model: every total with its breakdown; fields are numpy arrays."""
+"""Results of the cost model: every total with its breakdown; fields are numpy arrays.
+
+Field names carry their units (`compute_s`, `weights_bytes`); `as_dict` gives the names of
+shared/SPEC.md's JSON (`compute`, `weights`), in builtin numbers.
+"""
 
 from __future__ import annotations
 
@@ -12,52 +16,61 @@ from .inputs import Array
 __all__ = ["CostReport", "MemoryUse", "Price", "StepTime"]
 
 
-def _pick(value: Array, index: Any) -> float:
+def pick(value: Array, index: Any = ()) -> float:
     """One plan's value as a builtin float (numpy scalars do not serialise to JSON)."""
     arr = np.asarray(value)
-    return float(arr if arr.ndim == 0 else np.broadcast_to(arr, arr.shape)[index])
+    return float(arr if arr.ndim == 0 else arr[index])
+
+
+def _strip(name: str, suffix: str) -> str:
+    return name[: -len(suffix)] if name.endswith(suffix) else name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepTime:
     """Seconds per optimizer step on the slowest pipeline stage, by cause (exposed time only)."""
 
-    compute: Array
-    recompute: Array
-    tp_comm: Array
-    cp_comm: Array
-    pp_comm: Array
-    pp_bubble: Array
-    dp_comm: Array
-    optimizer: Array
-    offload: Array
+    compute_s: Array
+    recompute_s: Array
+    tp_comm_s: Array
+    cp_comm_s: Array
+    pp_comm_s: Array
+    pp_bubble_s: Array
+    dp_comm_s: Array
+    optimizer_s: Array
+    offload_s: Array
 
     @property
     def total_s(self) -> Array:
         return sum((getattr(self, f.name) for f in fields(self)), start=np.float64(0.0))
 
     def as_dict(self, index: Any = ()) -> dict[str, float]:
-        return {f.name: _pick(getattr(self, f.name), index) for f in fields(self)}
+        """{"compute": s, "recompute": s, ...} for one plan."""
+        return {_strip(f.name, "_s"): pick(getattr(self, f.name), index) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryUse:
     """Bytes per GPU on the fullest pipeline stage, and in the memory-expansion tier."""
 
-    weights: Array
-    gradients: Array
-    optimizer: Array
-    activations: Array
-    buffers: Array
-    expansion: Array
+    weights_bytes: Array
+    gradients_bytes: Array
+    optimizer_bytes: Array
+    activations_bytes: Array
+    buffers_bytes: Array
+    expansion_bytes: Array
 
     @property
     def total_bytes(self) -> Array:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
+        """What HBM holds: everything but the expansion tier."""
+        return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes
+                + self.activations_bytes + self.buffers_bytes)
 
     def as_dict(self, index: Any = ()) -> dict[str, float]:
-        out = {f.name: _pick(getattr(self, f.name), index) for f in fields(self)}
-        out["total"] = _pick(self.total_bytes, index)
+        """{"weights": bytes, ..., "expansion": bytes, "total": bytes} for one plan."""
+        out = {_strip(f.name, "_bytes"): pick(getattr(self, f.name), index)
+               for f in fields(self)}
+        out["total"] = pick(self.total_bytes, index)
         return out
 
 
@@ -73,11 +86,11 @@ class Price:
 
     def as_dict(self, index: Any = ()) -> dict[str, float]:
         return {
-            "cost_per_hour_usd": _pick(self.cost_per_hour_usd, index),
-            "time_to_train_days": _pick(self.time_to_train_s, index) / 86400.0,
-            "cost_to_train_usd": _pick(self.cost_to_train_usd, index),
-            "revocation_overhead": _pick(self.revocation_overhead, index),
-            "checkpoint_interval_s": _pick(self.checkpoint_interval_s, index),
+            "cost_per_hour_usd": pick(self.cost_per_hour_usd, index),
+            "time_to_train_days": pick(self.time_to_train_s, index) / 86400.0,
+            "cost_to_train_usd": pick(self.cost_to_train_usd, index),
+            "revocation_overhead": pick(self.revocation_overhead, index),
+            "checkpoint_interval_s": pick(self.checkpoint_interval_s, index),
         }
 
 
@@ -89,7 +102,7 @@ class CostReport:
     memory: MemoryUse
     price: Price
     gpus: Array
-    tokens_per_step: float
+    units_per_step: float  # tokens (or samples, for a layers model) trained per step
     model_flops_per_step: float
     peak_flops_per_s: float
     hbm_usable_bytes: Array
@@ -103,7 +116,8 @@ class CostReport:
 
     @property
     def tokens_per_s(self) -> Array:
-        return self.tokens_per_step / self.step_time_s
+        """Tokens (or samples) trained per second: shared/SPEC.md's `tokens_per_s`."""
+        return self.units_per_step / self.step_time_s
 
     @property
     def model_flops_per_gpu(self) -> Array:
@@ -117,25 +131,3 @@ class CostReport:
     @property
     def feasible(self) -> Array:
         return self.valid & self.fits
-
-    def result(self, index: Any = ()) -> dict[str, Any]:
-        """One plan's numbers as builtin types: the `tuner evaluate --json` fields of
-        shared/SPEC.md (without "plan" and "cluster", which the caller knows)."""
-        memory = self.memory.as_dict(index)
-        return {
-            "feasible": bool(np.broadcast_to(self.feasible, np.shape(self.valid))[index]),
-            "step_time_s": _pick(self.step_time_s, index),
-            "tokens_per_s": _pick(self.tokens_per_s, index),
-            "model_flops_per_gpu": _pick(self.model_flops_per_gpu, index),
-            "mfu": _pick(self.mfu, index),
-            "memory_per_gpu_bytes": memory,
-            "hbm_usable_bytes": _pick(self.hbm_usable_bytes, index),
-            "time_breakdown_s": self.step.as_dict(index),
-            "dominant": self.dominant(index),
-            **self.price.as_dict(index),
-        }
-
-    def dominant(self, index: Any = ()) -> str:
-        """The largest term of the step time."""
-        parts = self.step.as_dict(index)
-        return max(parts, key=lambda k: parts[k])

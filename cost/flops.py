@@ -8,8 +8,12 @@ matrix row-parallel, so every GEMM's sharded dimension is divided by the tensor-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .inputs import ModelSpec, Value
+from .inputs import Value
+
+if TYPE_CHECKING:
+    from .transformer import ModelSpec
 
 __all__ = [
     "LayerGemm",

@@ -1,4 +1,5 @@
-"""Frozen inputs of the cost model: the model, the GPU, the cluster, the training run, the plan.
+"""Frozen inputs of the cost model: the GPU, the cluster, the training run, the plan (the
+model is a workload: cost.workload).
 
 Every numeric field is SI (bytes, bytes/s, FLOP/s, seconds, USD) and may be a numpy array:
 the cost functions are written with numpy operations only, so one call evaluates a whole array
@@ -14,56 +15,20 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
-    "OFFLOAD",
     "PRECISIONS",
-    "RECOMPUTE",
     "ClusterSpec",
     "GPUSpec",
-    "ModelSpec",
     "Plan",
     "TrainingSpec",
     "Value",
 ]
 
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
-RECOMPUTE = ("none", "selective", "full")  # codes 0, 1, 2 in Plan.recompute
-OFFLOAD = ("none", "optimizer", "optimizer+weights")  # codes 0, 1, 2 in Plan.offload
 
 Array = NDArray[Any]
 """A numpy array of any shape; cost functions broadcast their arrays together."""
 Value = NDArray[Any] | float
 """A number or an array of numbers."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSpec:
-    """A decoder-only transformer (GPT/Llama style), per shared/SPEC.md `model`."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    vocab: int
-    seq_len: int
-    kv_heads: int = 0  # 0: same as heads
-    ffn_hidden: int = 0  # 0: 4 * hidden
-    gated_mlp: bool = False
-    tied_embeddings: bool = False
-
-    def __post_init__(self) -> None:
-        if self.kv_heads == 0:
-            object.__setattr__(self, "kv_heads", self.heads)
-        if self.ffn_hidden == 0:
-            object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
-
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
-
-    @property
-    def kv_hidden(self) -> int:
-        """Width of the K (or V) projection: kv_heads * head_dim."""
-        return self.kv_heads * self.head_dim
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,11 +111,11 @@ class TrainingSpec:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
-    """A parallel strategy; every field may be an array (all broadcast together).
+    """A plan in the model's numbers; every field may be an array (all broadcast together).
 
-    `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute` and `offload` are codes into
-    RECOMPUTE and OFFLOAD, `sync` into cost.sync.SYNC (-1: the fastest collective for the
-    message).
+    `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute`, `offload` and `sync` are
+    codes of cost.codec's vocabularies (sync -1: the fastest collective for the message);
+    cost.codec.PlanRecord is one plan in the user's words.
     """
 
     tp: ArrayLike = 1

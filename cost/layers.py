@@ -1,28 +1,31 @@
-"""A network given as its layers (CNNs and others), trained data-parallel.
+"""A network given as its layers (CNNs and others), trained data-parallel in pipeline stages,
+as a workload (cost.workload.Workload).
 
 Per layer and sample: forward FLOPs, parameters, activation bytes (shared/SPEC.md `kind:
-layers`). A step of one worker: forward and backward (2x) of its per-GPU batch on a roofline
-of the GPU, the element-wise passes over the activations (batch norm, ReLU), the gradient
-synchronisation of the plan's `sync` algorithm (cost.sync), and the optimizer. This is the
-workload of CM-DARE (TensorFlow parameter servers on cloud GPUs) and the Manoa/MiMatrix cluster.
+layers`). One micro-batch of the slowest stage: forward and backward (2x) on a roofline of the
+GPU, the element-wise passes over the activations (batch norm, ReLU), kernel launches; fp32
+weights, gradients and two Adam moments. This is the workload of CM-DARE (TensorFlow's
+asynchronous parameter servers on cloud GPUs) and of the Manoa/MiMatrix cluster.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from .breakdown import CostReport, MemoryUse, StepTime
-from .collectives import group_link, p2p_s
-from .efficiency import DEFAULT_EFFICIENCY, Efficiency
-from .inputs import Array, ClusterSpec, Plan, TrainingSpec
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .inputs import Array, ClusterSpec, TrainingSpec
 from .kernels import memory_bound_s
-from .price import price
-from .sync import gradient_sync_s
+from .workload import Footprint, ParamGroup, Rule, StageCost, StateBytes
 
-__all__ = ["Layer", "LayersModel", "evaluate_layers", "layers_violations", "stage_split"]
+__all__ = ["Layer", "LayersModel", "stage_split"]
+
+_FP32_STATE = StateBytes(weight=4.0, gradient=4.0, optimizer=8.0)
+"""fp32 weights and gradients, two fp32 Adam moments (the layers model trains in fp32)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +45,12 @@ class LayersModel:
     name: str
     layers: tuple[Layer, ...]
 
+    kind: ClassVar[str] = "layers"
+    unit: ClassVar[str] = "samples"
+    knobs: ClassVar[frozenset[str]] = frozenset(
+        {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "sync", "parameter_servers"})
+    asynchronous_parameter_servers: ClassVar[bool] = True
+
     @property
     def forward_flops(self) -> float:
         return float(sum(x.forward_flops for x in self.layers))
@@ -53,6 +62,63 @@ class LayersModel:
     @property
     def activation_bytes(self) -> float:
         return float(sum(x.activation_bytes for x in self.layers))
+
+    def describe(self) -> str:
+        return f"{self.name}: a layers model, data-parallel in pipeline stages"
+
+    def memory_fix(self) -> str:
+        return "lower micro_batch or raise pp"
+
+    def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
+        """Data parallelism in pipeline stages only: tp, cp and virtual_stages 1, and no more
+        stages than layers."""
+        count = len(self.layers)
+
+        def parallel(d: Degrees) -> Array:
+            return (d.tp != 1) | (d.cp != 1) | (d.vs != 1)
+
+        def stages(d: Degrees) -> Array:
+            return np.asarray(d.pp > count)
+
+        return (
+            Rule("layers_parallelism", ("tp", "cp", "virtual_stages"), parallel,
+                 lambda d: f"a layers model ({self.name}) trains data-parallel in pipeline "
+                           "stages: set tp, cp and virtual_stages to 1"),
+            Rule("layers_stages", ("pp",), stages,
+                 lambda d: f"pp={float(np.ravel(d.pp)[0]):g} is more than the {count} layers "
+                           f"of {self.name}; choose pp from 1 to {count}"),
+        )
+
+    def stage_cost(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                   eff: Efficiency) -> StageCost:
+        stage = _slowest_stage(self, d.pp)
+        forward, backward = _compute_s(cluster, training, stage, d.mb, eff)
+        zero = np.zeros(np.shape(forward))
+        return StageCost(compute_s=forward + backward, recompute_s=zero, tp_comm_s=zero,
+                         cp_comm_s=zero, forward_s=forward, backward_s=backward,
+                         bubble_unit_s=forward + backward,
+                         send_bytes=stage["boundary"] * d.mb)
+
+    def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                  eff: Efficiency) -> Footprint:
+        """fp32 states of the stage's parameters; the activations of the micro-batches in
+        flight (1F1B: up to pp) kept for the backward."""
+        stage = _slowest_stage(self, d.pp)
+        zero = np.zeros(d.shape)
+        return Footprint(
+            groups=(ParamGroup(params=stage["params"], replicas=d.dp * d.cp, stride=d.tp),),
+            state=_FP32_STATE, resident_params=stage["params"],
+            activations_bytes=stage["activations"] * d.mb * np.minimum(d.micro_batches, d.pp),
+            buffers_bytes=zero)
+
+    def units_per_step(self, training: TrainingSpec) -> float:
+        return float(training.global_batch)
+
+    def model_flops_per_step(self, training: TrainingSpec) -> float:
+        return 3.0 * self.forward_flops * self.units_per_step(training)
+
+    def checkpoint_bytes(self, training: TrainingSpec) -> float:
+        return self.params * (_FP32_STATE.weight + _FP32_STATE.optimizer + 4.0)
 
 
 def stage_split(model: LayersModel, stages: int) -> list[tuple[int, int]]:
@@ -102,94 +168,3 @@ def _compute_s(cluster: ClusterSpec, training: TrainingSpec, stage: dict[str, Ar
                             hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     forward = stage["flops"] * batch / rate + passes + stage["layers"] * eff.layer_overhead_s
     return forward, 2.0 * forward
-
-
-def layers_violations(plan_arrays: dict[str, Array], training: TrainingSpec,
-                      model: LayersModel) -> Array:
-    """True where a plan of a layers model is invalid: data parallelism with pipeline stages
-    only (tp = cp = 1, 1 <= pp <= layers), dp·pp fills the cluster, micro-batches divide the
-    batch."""
-    a = plan_arrays
-    per_step = a["dp"] * a["micro_batch"]
-    whole = np.isclose(np.mod(training.global_batch, np.maximum(per_step, 1.0)), 0.0)
-    return ((a["tp"] != 1) | (a["cp"] != 1) | (a["pp"] < 1) | (a["pp"] > len(model.layers))
-            | (a["pp"] != np.round(a["pp"])) | (a["virtual_stages"] != 1) | ~whole
-            | ~np.isclose(a["dp"] * a["pp"], a["gpus"]) | (a["micro_batch"] < 1))
-
-
-def evaluate_layers(
-    model: LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
-    *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
-) -> CostReport:
-    """Data-parallel training of a layers model, optionally in pipeline stages (1F1B): `dp`
-    replicas of `pp` stages, `micro_batch` samples per micro-batch, global_batch / (dp x
-    micro_batch) micro-batches per step."""
-    eff = efficiency
-    a = plan.arrays(cluster.gpus)
-    m = training.global_batch / (a["dp"] * a["micro_batch"])
-    stage = _slowest_stage(model, a["pp"])
-    forward, backward = _compute_s(cluster, training, stage, a["micro_batch"], eff)
-    grads = stage["params"] * 4.0
-    sync = gradient_sync_s(grads, n=a["dp"], stride=1.0, cluster=cluster,
-                           sync=a["sync"], servers=a["parameter_servers"], eff=eff)
-    covered = np.minimum(sync, eff.dp_overlap * backward)
-    collective = sync - covered + eff.overlap_slowdown * covered
-    ps = _async_parameter_server_s(grads, a, cluster, eff, compute_s=m * (forward + backward))
-    link = group_link(cluster, stride=a["dp"], size=a["pp"], fraction=eff.network_fraction)
-    send = p2p_s(stage["boundary"] * a["micro_batch"], link.bandwidth_bytes_per_s,
-                 link.latency_s)
-    zero = np.zeros(np.shape(sync))
-    step = StepTime(
-        compute=m * (forward + backward), recompute=zero, tp_comm=zero, cp_comm=zero,
-        pp_comm=np.where(a["pp"] > 1, 2.0 * (m + a["pp"] - 1.0) * send, 0.0),
-        pp_bubble=(a["pp"] - 1.0) * (forward + backward),
-        dp_comm=np.where(a["sync"] == 4, ps, collective),
-        optimizer=memory_bound_s(stage["params"] * eff.optimizer_bytes_per_param,
-                                 hbm_bytes_per_s=cluster.gpu.hbm_bandwidth_bytes_per_s,
-                                 eff=eff) + zero,
-        offload=zero)
-    # fp32 weights, gradients and two optimizer moments; the activations of the micro-batches
-    # in flight (1F1B: up to pp) kept for the backward
-    memory = MemoryUse(weights=stage["params"] * 4.0, gradients=stage["params"] * 4.0,
-                       optimizer=stage["params"] * 8.0,
-                       activations=stage["activations"] * a["micro_batch"]
-                       * np.minimum(m, a["pp"]),
-                       buffers=zero, expansion=zero)
-    return _report(model, cluster, training, step, memory, a, eff)
-
-
-def _async_parameter_server_s(nbytes: Array, a: dict[str, Array], cluster: ClusterSpec,
-                              eff: Efficiency, *, compute_s: Array) -> Array:
-    """Asynchronous parameter servers (TensorFlow, as CM-DARE ran them): a worker's step adds
-    its own push and pull (2M over its link); the s servers serve n workers' 2M each, and
-    while they do, the other workers compute, so the servers bound the step only beyond it:
-    max(2M/bw_w + 2 lat, 2nM/(s bw_s) - compute)."""
-    fraction = eff.network_fraction
-    worker_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64) * fraction
-    server_bw = np.asarray(cluster.parameter_server_bandwidth_bytes_per_s, dtype=np.float64)
-    server_bw = np.where(server_bw > 0, server_bw * fraction, worker_bw)
-    own = 2.0 * nbytes / worker_bw + 2.0 * np.asarray(cluster.scale_out_latency_s)
-    servers = 2.0 * a["dp"] * nbytes / (np.maximum(a["parameter_servers"], 1.0) * server_bw)
-    return np.maximum(own, servers - compute_s)
-
-
-def _report(model: LayersModel, cluster: ClusterSpec, training: TrainingSpec, step: StepTime,
-            memory: MemoryUse, a: dict[str, Array], eff: Efficiency) -> CostReport:
-    samples = float(training.global_batch)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        per_s = samples / step.total_s
-        usable = (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes) * eff.usable_fraction
-        shape = np.shape(step.total_s)
-        return CostReport(
-            step=step, memory=memory,
-            price=price(cluster, gpus=a["gpus"], tokens_per_s=per_s, tokens=training.tokens,
-                        checkpoint_bytes=model.params * 16.0),
-            gpus=a["gpus"], tokens_per_step=samples,
-            model_flops_per_step=3.0 * model.forward_flops * samples,
-            peak_flops_per_s=cluster.gpu.peak_for(training.precision),
-            hbm_usable_bytes=np.broadcast_to(usable, shape),
-            expansion_capacity_bytes=np.broadcast_to(
-                np.asarray(cluster.expansion_capacity_bytes, dtype=np.float64), shape),
-            valid=~layers_violations(a, training, model),
-            fits=memory.total_bytes <= usable,
-        )

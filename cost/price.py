@@ -6,18 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from .breakdown import Price
-from .flops import parameter_count
-from .inputs import Array, ClusterSpec, ModelSpec, TrainingSpec, Value
-from .resolved import element_bytes
+from .inputs import Array, ClusterSpec, Value
 
-__all__ = ["checkpoint_bytes", "checkpoint_interval_s", "price", "revocation_overhead"]
-
-
-def checkpoint_bytes(model: ModelSpec, training: TrainingSpec) -> float:
-    """Bytes of a full checkpoint: weights and the optimizer state (fp32 master copy and two
-    Adam moments) of every parameter, as Megatron-LM and DeepSpeed save them."""
-    sizes = element_bytes(training.precision)
-    return float(parameter_count(model)) * (sizes["weight"] + sizes["optimizer"])
+__all__ = ["checkpoint_interval_s", "price", "revocation_overhead"]
 
 
 def checkpoint_interval_s(checkpoint_s: Value, mtbf_s: Value) -> Value:

@@ -13,20 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from .codec import Sync
 from .collectives import group_link, ring_allreduce_s, tree_allreduce_s
+from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, Value
 
 __all__ = [
     "SYNC",
+    "asynchronous_parameter_server_s",
     "direct_allreduce_s",
     "gradient_sync_s",
     "hierarchical_allreduce_s",
     "parameter_server_s",
 ]
 
-SYNC = ("ring", "tree", "hierarchical", "direct", "parameter_server")
-"""Codes 0-4 in Plan.sync; -1 picks the fastest collective (ring, tree, hierarchical)."""
+SYNC = tuple(s.value for s in Sync)
+"""Codes 0-4 in Plan.sync (cost.codec.Sync); -1 picks the fastest collective (ring, tree,
+hierarchical)."""
 
 
 def hierarchical_allreduce_s(nbytes: Value, n: Value, per_node: Value, *, up_bw: Value,
@@ -91,3 +95,18 @@ def gradient_sync_s(nbytes: Value, *, n: Value, stride: Value, cluster: ClusterS
     index = np.broadcast_to(np.clip(np.asarray(sync, dtype=np.int64), 0, 4), shape)
     chosen = np.take_along_axis(stacked, index[None, ...], axis=0)[0]
     return np.where(np.asarray(sync) < 0, fastest, chosen)
+
+
+def asynchronous_parameter_server_s(nbytes: Value, d: Degrees, cluster: ClusterSpec,
+                                    eff: Efficiency, *, compute_s: Value) -> Array:
+    """Asynchronous parameter servers (TensorFlow, as CM-DARE ran them): a worker's step adds
+    its own push and pull (2M over its link); the s servers serve n workers' 2M each, and
+    while they do, the other workers compute, so the servers bound the step only beyond it:
+    max(2M/bw_w + 2 lat, 2nM/(s bw_s) - compute)."""
+    fraction = eff.network_fraction
+    worker_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64) * fraction
+    server_bw = np.asarray(cluster.parameter_server_bandwidth_bytes_per_s, dtype=np.float64)
+    server_bw = np.where(server_bw > 0, server_bw * fraction, worker_bw)
+    own = 2.0 * nbytes / worker_bw + 2.0 * np.asarray(cluster.scale_out_latency_s)
+    servers = 2.0 * d.dp * nbytes / (np.maximum(d.parameter_servers, 1.0) * server_bw)
+    return np.maximum(own, servers - compute_s)

@@ -1,18 +1,51 @@
-"""Structural validity of a plan: what Megatron-style parallelism can run at all.
+"""Structural validity of a plan: what a workload's parallelism can run at all.
 
-One place for these rules, used by the search space to derive valid choices, by the model to
-refuse, and by the tuner to prune (shared/STYLE.md, sec. 7).
+The one place that says which plans are valid (shared/STYLE.md, sec. 7): the rules every
+workload shares are here, a workload adds its own (cost.workload.Rule), and from the same
+rules come the model's `valid` mask, the messages that refuse a fixed plan (InvalidPlanError),
+the values a search space offers (allowed_values) and the alternatives a message suggests
+(passing_values).
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 
-from .inputs import Array, ClusterSpec, ModelSpec, Plan, TrainingSpec, Value
-from .layers import LayersModel, layers_violations
-from .resolved import Resolved, embedding_and_loss_split, resolve
+from .codec import KNOBS, Offload, Recompute, Sync
+from .degrees import Degrees, degrees
+from .errors import CostModelError
+from .inputs import Array, ClusterSpec, Plan, TrainingSpec, Value
+from .workload import Rule, Workload
 
-__all__ = ["plan_violations", "structurally_valid", "valid_mask", "violation_masks"]
+__all__ = [
+    "InvalidPlanError",
+    "NoValidValueError",
+    "allowed_values",
+    "check_plan",
+    "passing_values",
+    "plan_violations",
+    "precision_violation",
+    "rules",
+    "structurally_valid",
+    "valid_mask",
+]
+
+_FIELD = {"virtual_stages": "vs", "micro_batch": "mb", "sequence_parallel": "sp"}
+"""Plan knob -> Degrees field, where the names differ."""
+
+
+class InvalidPlanError(CostModelError):
+    """A plan the workload cannot run; `violations` holds every reason, root causes first."""
+
+    def __init__(self, violations: Sequence[str]) -> None:
+        self.violations = list(violations)
+        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        super().__init__(self.violations[0] + more)
 
 
 def _divides(d: Value, n: Value) -> Array:
@@ -23,99 +56,198 @@ def _integral(x: Value) -> Array:
     return np.isclose(x, np.round(x))
 
 
-def violation_masks(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved
-) -> dict[str, Array]:
-    """Rule name -> True where a plan breaks it."""
-    degrees = (r.tp, r.pp, r.dp, r.cp, r.vs, r.mb)
-    # root causes first: a derived dp that is not whole follows from them
-    return {
-        "tp_heads": ~(_divides(r.tp, model.heads) & _divides(r.tp, model.kv_heads)),
-        "layers": ~(_divides(r.pp * r.vs, model.layers)
-                    | (embedding_and_loss_split(model.layers, r.pp, r.vs) > 0)),
-        "cp_seq": ~_divides(r.cp, model.seq_len),
-        "model_parallel": ~_divides(r.tp * r.pp * r.cp, r.gpus),
-        "gpus": ~np.isclose(r.tp * r.pp * r.dp * r.cp, r.gpus),
-        "degrees": ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in degrees]),
-        "batch": ~_divides(r.dp * r.mb, training.global_batch),
-        "interleave": (r.vs > 1) & ((r.pp < 2) | ~_divides(r.pp, r.micro_batches)),
-        "choices": ~(np.isin(r.recompute, (0, 1, 2)) & np.isin(r.zero, (0, 1, 2, 3))
-                     & np.isin(r.offload, (0, 1, 2)) & np.isin(r.sync, (-1, 0, 1, 2, 3, 4))
-                     & (r.parameter_servers >= 1) & _integral(r.parameter_servers)),
-        "precision": np.full(r.tp.shape, cluster.gpu.peak_for(training.precision) <= 0),
-    }
+def _one(value: Value) -> float:
+    return float(np.ravel(value)[0])
 
 
-def valid_mask(
-    model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, r: Resolved
-) -> Array:
+def precision_violation(gpu_peaks: Mapping[str, float], gpu_name: str, precision: str
+                        ) -> str | None:
+    """Why a GPU cannot train in `precision` (None if it can)."""
+    if gpu_peaks.get(precision, 0.0) > 0:
+        return None
+    supported = ", ".join(sorted(p for p, x in gpu_peaks.items() if x > 0))
+    return f"GPU {gpu_name} has no {precision} support; choose precision from {supported}"
+
+
+def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, ...]:
+    """Degrees whole and filling the cluster, micro-batches dividing the batch, interleaving
+    with a pipeline, knob values from their vocabularies, a precision the GPU has."""
+    batch = training.global_batch
+    codes = {name: [float(i) for i in range(len(vocab))]
+             for name, vocab in (("recompute", Recompute), ("offload", Offload))}
+    precision = precision_violation(cluster.gpu.peak_flops_per_s, cluster.gpu.name,
+                                    training.precision)
+
+    def degrees_text(d: Degrees) -> str:
+        return ("tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
+                f"(got tp={_one(d.tp):g} pp={_one(d.pp):g} dp={_one(d.dp):g} "
+                f"cp={_one(d.cp):g} virtual_stages={_one(d.vs):g} micro_batch={_one(d.mb):g});"
+                " change the plan")
+
+    layout = ("tp", "pp", "cp", "gpus")
+    return (
+        Rule("model_parallel", layout, lambda d: ~_divides(d.tp * d.pp * d.cp, d.gpus),
+             lambda d: f"tp·pp·cp = {_one(d.tp * d.pp * d.cp):g} does not divide the "
+                       f"{_one(d.gpus):g} GPUs; choose tp, pp and cp whose product divides it"),
+        Rule("gpus", ("dp", *layout), lambda d: ~np.isclose(d.tp * d.pp * d.dp * d.cp, d.gpus),
+             lambda d: f"tp·pp·dp·cp = {_one(d.tp * d.pp * d.dp * d.cp):g} is not the "
+                       f"{_one(d.gpus):g} GPUs of the cluster; change dp or leave it out to "
+                       "fill the cluster"),
+        Rule("degrees", ("dp", "virtual_stages", "micro_batch", *layout),
+             lambda d: ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in
+                                               (d.tp, d.pp, d.dp, d.cp, d.vs, d.mb)]),
+             degrees_text),
+        Rule("batch", ("micro_batch", "dp", *layout), lambda d: ~_divides(d.dp * d.mb, batch),
+             lambda d: f"dp·micro_batch = {_one(d.dp * d.mb):g} does not divide "
+                       f"global_batch={batch}; change micro_batch or dp"),
+        Rule("interleave", ("virtual_stages", "micro_batch", "dp", *layout),
+             lambda d: (d.vs > 1) & ((d.pp < 2) | ~_divides(d.pp, d.micro_batches)),
+             lambda d: f"virtual_stages={_one(d.vs):g} needs pp >= 2 and micro-batches "
+                       f"({_one(d.micro_batches):g}) divisible by pp={_one(d.pp):g}; "
+                       "set virtual_stages: 1 or change micro_batch"),
+        Rule("choices", ("recompute", "zero", "offload", "sync", "parameter_servers"),
+             lambda d: ~(np.isin(d.recompute, codes["recompute"])
+                         & np.isin(d.zero, (0, 1, 2, 3))
+                         & np.isin(d.offload, codes["offload"])
+                         & np.isin(d.sync, [-1.0, *range(len(Sync))])
+                         & (d.parameter_servers >= 1) & _integral(d.parameter_servers)),
+             lambda d: "recompute must be none|selective|full, zero 0-3, offload "
+                       "none|optimizer|optimizer+weights, sync ring|tree|hierarchical|direct|"
+                       "parameter_server, parameter_servers a whole number >= 1"),
+        Rule("precision", (), lambda d: np.full(d.shape, precision is not None),
+             lambda d: str(precision)),
+    )
+
+
+def _knob_rule(workload: Workload) -> Rule:
+    """Knobs that do not apply to the workload keep their defaults."""
+    idle = [k for k in KNOBS if k.name not in workload.knobs
+            and k.name not in ("dp", "tp", "pp", "cp", "virtual_stages", "micro_batch")]
+    defaults = {k.name: float(k.encode([k.default])[0]) for k in idle}
+
+    def broken(d: Degrees) -> Array:
+        out = np.zeros(d.shape, dtype=bool)
+        for name, code in defaults.items():
+            out = out | (np.asarray(getattr(d, _FIELD.get(name, name))) != code)
+        return out
+
+    def text(d: Degrees) -> str:
+        names = ", ".join(defaults)
+        return (f"{names} do not apply to {workload.describe()}; leave them out of the plan "
+                "(their defaults)")
+
+    return Rule("knobs", tuple(defaults), broken, text)
+
+
+def rules(workload: Workload, cluster: ClusterSpec, training: TrainingSpec
+          ) -> tuple[Rule, ...]:
+    """Every structural rule for `workload` on `cluster`: the workload's own first (root
+    causes: "tp=3 does not divide heads" before its consequence "dp=5.33 is not whole")."""
+    return (*workload.rules(training), *_common_rules(cluster, training), _knob_rule(workload))
+
+
+def valid_mask(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+               d: Degrees) -> Array:
     """True where a plan breaks no structural rule."""
-    masks = violation_masks(model, cluster, training, r)
-    return ~np.logical_or.reduce(list(masks.values()))
+    broken = [np.broadcast_to(r.broken(d), d.shape) for r in rules(workload, cluster, training)]
+    return ~np.logical_or.reduce(broken)
 
 
-def structurally_valid(
-    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
-) -> Array:
+def structurally_valid(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+                       plan: Plan) -> Array:
     """True where a plan (any field an array) breaks no structural rule."""
-    if isinstance(model, LayersModel):
-        return ~layers_violations(plan.arrays(cluster.gpus), training, model)
-    return valid_mask(model, cluster, training, resolve(model, cluster, training, plan))
+    return valid_mask(workload, cluster, training, degrees(cluster, training, plan))
 
 
-def plan_violations(
-    model: ModelSpec | LayersModel, cluster: ClusterSpec, training: TrainingSpec, plan: Plan
-) -> list[str]:
+def plan_violations(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+                    plan: Plan) -> list[str]:
     """What is structurally wrong with one plan, each message with the value, rule and fix."""
-    if isinstance(model, LayersModel):
-        if bool(np.ravel(structurally_valid(model, cluster, training, plan))[0]):
-            return []
-        return [f"a layers model ({model.name}) trains data-parallel in pipeline stages: tp, "
-                f"cp and virtual_stages must be 1, pp at most its {len(model.layers)} layers, "
-                "dp·pp the GPUs of the cluster, and dp·micro_batch must divide "
-                f"global_batch={training.global_batch}"]
-    r = resolve(model, cluster, training, plan)
-    masks = violation_masks(model, cluster, training, r)
-    v = {name: float(np.ravel(getattr(r, name))[0]) for name in
-         ("tp", "pp", "dp", "cp", "vs", "mb", "gpus", "micro_batches")}
-    gpu, precision = cluster.gpu, training.precision
-    text = {
-        "degrees": "tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
-                   f"(got tp={v['tp']:g} pp={v['pp']:g} dp={v['dp']:g} cp={v['cp']:g} "
-                   f"virtual_stages={v['vs']:g} micro_batch={v['mb']:g}); change the plan",
-        "tp_heads": f"tp={v['tp']:g} does not divide heads={model.heads} and "
-                    f"kv_heads={model.kv_heads}; choose one of "
-                    f"{_divisors_of_both(model.heads, model.kv_heads)}",
-        "model_parallel": f"tp·pp·cp = {v['tp'] * v['pp'] * v['cp']:g} does not divide the "
-                          f"{v['gpus']:g} GPUs; choose tp, pp and cp whose product divides it",
-        "gpus": f"tp·pp·dp·cp = {v['tp'] * v['pp'] * v['dp'] * v['cp']:g} is not the "
-                f"{v['gpus']:g} GPUs of the cluster; change dp or leave it out to fill the cluster",
-        "layers": f"pp·virtual_stages = {v['pp'] * v['vs']:g} divides neither "
-                  f"layers={model.layers} nor layers + 2 (embedding and loss counted as "
-                  f"layers); choose pp from {_stage_counts(model.layers)}",
-        "batch": f"dp·micro_batch = {v['dp'] * v['mb']:g} does not divide "
-                 f"global_batch={training.global_batch}; change micro_batch or dp",
-        "cp_seq": f"cp={v['cp']:g} does not divide seq_len={model.seq_len}; choose a divisor",
-        "interleave": f"virtual_stages={v['vs']:g} needs pp >= 2 and micro-batches "
-                      f"({v['micro_batches']:g}) divisible by pp={v['pp']:g}; "
-                      "set virtual_stages: 1 or change micro_batch",
-        "choices": "recompute must be none|selective|full, zero 0-3, offload "
-                   "none|optimizer|optimizer+weights, sync ring|tree|hierarchical|direct|"
-                   "parameter_server, parameter_servers a whole number >= 1",
-        "precision": f"GPU {gpu.name} has no {precision} support; choose precision from "
-                     f"{sorted(k for k, x in gpu.peak_flops_per_s.items() if x > 0)}",
-    }
-    return [text[name] for name, mask in masks.items() if bool(np.ravel(mask)[0])]
+    d = degrees(cluster, training, plan)
+    return [r.message(d) for r in rules(workload, cluster, training)
+            if bool(np.ravel(r.broken(d))[0])]
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def check_plan(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+               plan: Plan) -> None:
+    """Raise InvalidPlanError with every violation of one plan, root causes first."""
+    found = plan_violations(workload, cluster, training, plan)
+    if found:
+        raise InvalidPlanError(found)
 
 
-def _stage_counts(layers: int) -> list[int]:
-    return sorted(set(_divisors(layers))
-                  | {d for d in _divisors(layers + 2) if 1 < d <= (layers + 2) // 2})
+def passing_values(broken: Any, d: Degrees, knob: str, candidates: Iterable[int],
+                   **fixed: float) -> list[int]:
+    """The candidates of `knob` for which `broken` (a Rule's predicate) holds not, the plan's
+    other degrees as in `d` (one plan), or as `fixed` says."""
+    values = np.array(list(candidates), dtype=np.float64)
+    one = {f: np.full(values.shape, _one(getattr(d, f))) for f in Degrees.__slots__}
+    one.update({k: np.full(values.shape, v) for k, v in fixed.items()})
+    one[_FIELD.get(knob, knob)] = values
+    trial = replace(d, **one)
+    ok = ~np.broadcast_to(broken(trial), values.shape)
+    return [int(v) for v in values[ok]]
 
 
-def _divisors_of_both(a: int, b: int) -> list[int]:
-    return [d for d in _divisors(a) if b % d == 0]
+class NoValidValueError(CostModelError):
+    """No value of a knob passes a rule whatever the other knobs are: `knob` names it."""
+
+    def __init__(self, knob: str, rule: str) -> None:
+        self.knob, self.rule = knob, rule
+        super().__init__(f"no value of plan.{knob} passes the rule {rule!r}")
+
+
+def allowed_values(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+                   choices: Mapping[str, Sequence[float]], *, gpu_counts: Sequence[float]
+                   ) -> dict[str, list[float]]:
+    """Each knob's values (model numbers, cost.codec) that some combination of the other
+    knobs of `choices` (and of the `gpu_counts` the space allows) lets pass every rule that
+    reads the knob: a value no combination can use is not offered. Rules of fewer knobs go
+    first, to a fixed point; the first knob left with no value raises NoValidValueError (of a
+    rule of several knobs, the first knob it lists). `cluster` stands for the space's clusters
+    only for the rules that read no GPU count (precision)."""
+    out = {k.name: list(choices.get(k.name, k.encode([k.default]))) for k in KNOBS}
+    ordered = sorted((r for r in rules(workload, cluster, training)
+                      if r.knobs and r.name != "precision"), key=lambda r: len(r.knobs))
+    for _ in range(3):
+        before = {k: len(v) for k, v in out.items()}
+        for rule in ordered:
+            _narrow(rule, out, cluster, training, list(gpu_counts))
+        if before == {k: len(v) for k, v in out.items()}:
+            break
+    return out
+
+
+def _narrow(rule: Rule, out: dict[str, list[float]], cluster: ClusterSpec,
+            training: TrainingSpec, gpu_counts: list[float]) -> None:
+    """Keep, of each knob `rule` reads, the values that pass it with some combination of the
+    others' values (in place)."""
+    names = list(rule.knobs)
+    before = {n: list(out[n]) for n in names if n in out}
+    passing = _passing(rule, {**out, "gpus": gpu_counts}, cluster, training)
+    for name in names:
+        if name in out:
+            out[name] = [v for v in out[name] if v in passing[name]]
+    emptied = [n for n in names if n in out and not out[n]]
+    if len(emptied) > 1:  # blame the knob that fails even beside the others' defaults
+        defaults = {k.name: [float(k.encode([k.default])[0])] for k in KNOBS}
+        alone = [n for n in emptied if not _passing(
+            rule, {**defaults, n: before[n], "gpus": gpu_counts},
+            cluster, training)[n]]
+        emptied = alone or emptied
+    if emptied:
+        raise NoValidValueError(emptied[0], rule.name)
+
+
+def _passing(rule: Rule, values: Mapping[str, Sequence[float]], cluster: ClusterSpec,
+             training: TrainingSpec) -> dict[str, set[float]]:
+    """For each knob `rule` reads, its values that pass the rule with some combination of
+    the other knobs' `values`."""
+    names = list(rule.knobs)
+    grid = np.array(list(itertools.product(*(values[n] for n in names))),
+                    dtype=np.float64).reshape(-1, len(names))
+    given = dict(zip(names, grid.T, strict=True))
+    plan = Plan(**{k.name: given.get(k.name, np.float64(values[k.name][0])) for k in KNOBS})
+    gpus = given.get("gpus", np.asarray(values["gpus"][0], dtype=np.float64))
+    d = degrees(cluster.with_(nodes=gpus / np.asarray(cluster.gpus_per_node)), training, plan)
+    ok = ~np.broadcast_to(rule.broken(d), (grid.shape[0],))
+    return {n: set(grid[ok, i].tolist()) for i, n in enumerate(names)}

@@ -1,7 +1,8 @@
 """The boundary between users and the cost model: study specs in YAML, quantities with units,
-the GPU and model catalogs, declarative choices, and the conversion to `cost` inputs.
+the GPU and model catalogs, declarative choices, the conversion to `cost` inputs, and the
+search space (each knob's valid values, derived from cost.validity, and the valid plans).
 
-Uses pydantic and PyYAML; knows nothing of Optuna (shared/STYLE.md, sec. 1 and 10).
+May import `cost`, pydantic and PyYAML; knows nothing of Optuna (shared/STYLE.md, sec. 1, 10).
 """
 
 from .calibration import load_profile, profile_text
@@ -10,7 +11,6 @@ from .choices import Choice, IntRange, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection
 from .errors import SpecError
 from .plan import PLAN_FIELDS, PlanSection
-from .results import cluster_as_dict, plan_as_dict, plan_result, violations
 from .sections import (
     OBJECTIVES,
     Constraints,
@@ -45,7 +45,6 @@ __all__ = [
     "StackSection",
     "StudySpec",
     "TrainingSection",
-    "cluster_as_dict",
     "encode_plan_values",
     "gpu_catalog",
     "gpu_info",
@@ -56,8 +55,5 @@ __all__ = [
     "model_info",
     "parse_quantity",
     "parse_spec",
-    "plan_as_dict",
-    "plan_result",
     "profile_text",
-    "violations",
 ]

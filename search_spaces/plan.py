@@ -1,12 +1,15 @@
-"""The `plan` section: the parallel strategy, in the user's names; any value may be a choice."""
+"""The `plan` section: the parallel strategy, in the user's names; any value may be a choice.
+
+Its vocabulary (recompute, offload, sync) and the mapping to the model's numbers are
+cost.codec's: this section only validates what a user writes."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field
 
-from cost import OFFLOAD, RECOMPUTE, SYNC, Plan
+from cost import PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
 
 from .choices import Choosable, IntChoosable, fixed
 from .fields import Count, Frozen
@@ -15,12 +18,8 @@ __all__ = ["PLAN_FIELDS", "PlanSection"]
 
 ZeroStage = Annotated[int, Field(strict=True, ge=0, le=3)]
 StrictBool = Annotated[bool, Field(strict=True)]
-Recompute = Literal["none", "selective", "full"]
-Offload = Literal["none", "optimizer", "optimizer+weights"]
-Sync = Literal["ring", "tree", "hierarchical", "direct", "parameter_server"]
 
-PLAN_FIELDS = ("tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
-               "sequence_parallel", "zero", "offload", "sync", "parameter_servers")
+PLAN_FIELDS = PLAN_KNOBS
 """The plan fields the cost model uses, in cost.Plan's order."""
 
 
@@ -36,19 +35,16 @@ class PlanSection(Frozen):
     cp: IntChoosable[Count] = 1
     virtual_stages: IntChoosable[Count] = 1
     micro_batch: IntChoosable[Count] = 1
-    recompute: Choosable[Recompute] = "none"
+    recompute: Choosable[Recompute] = Recompute.NONE
     sequence_parallel: Choosable[StrictBool] = False
     zero: IntChoosable[ZeroStage] = 0
-    offload: Choosable[Offload] = "none"
+    offload: Choosable[Offload] = Offload.NONE
     sync: Choosable[Sync] | None = None
     parameter_servers: IntChoosable[Count] | None = None
 
-    def to_plan(self) -> Plan:
-        """The cost model's plan for a section without choices (codes for the strings)."""
+    def record(self) -> PlanRecord:
+        """The plan of a section without choices (SpecError naming the first choice)."""
         v = {name: fixed(getattr(self, name), field=f"plan.{name}") for name in PLAN_FIELDS}
         v["dp"] = v["dp"] or 0
-        v["recompute"] = RECOMPUTE.index(v["recompute"])
-        v["offload"] = OFFLOAD.index(v["offload"])
-        v["sync"] = -1 if v["sync"] is None else SYNC.index(v["sync"])
         v["parameter_servers"] = v["parameter_servers"] or 1
-        return Plan(**v)
+        return PlanRecord(**v)

@@ -17,17 +17,16 @@ import numpy as np
 
 from cost import (
     DEFAULT_EFFICIENCY,
-    OFFLOAD,
-    RECOMPUTE,
-    SYNC,
     ClusterSpec,
     Efficiency,
-    LayersModel,
-    ModelSpec,
+    NoValidValueError,
     Plan,
     TrainingSpec,
+    Workload,
+    allowed_values,
     structurally_valid,
 )
+from cost.codec import encode
 
 from .catalog import gpu_catalog
 from .choices import Choice, IntRange
@@ -74,50 +73,28 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
     return {n * g for n in nodes for g in per_node}
 
 
-def _plan_choices(spec: StudySpec, model: ModelSpec | LayersModel, training: TrainingSpec
-                  ) -> dict[str, tuple[Any, ...]]:
-    """Each plan knob's values, less those ruled out whatever the other knobs are: tp must
-    divide the heads, pp the layers (or layers + 2), cp the sequence, and each some GPU count
-    of the space."""
-    counts = _gpu_counts(spec.cluster)
-
-    def fills(v: int) -> bool:
-        return any(g % v == 0 for g in counts)
-
-    rules = _layers_rules(training, model) if isinstance(model, LayersModel) else {
-        "tp": lambda v: model.heads % v == 0 and model.kv_heads % v == 0 and fills(v),
-        "pp": lambda v: (model.layers % v == 0
-                         or (1 < v <= (model.layers + 2) // 2 and (model.layers + 2) % v == 0))
-        and fills(v),
-        "cp": lambda v: model.seq_len % v == 0 and fills(v),
-        "virtual_stages": lambda v: model.layers % v == 0 or (model.layers + 2) % v == 0,
-        "micro_batch": lambda v: training.global_batch % v == 0,
-        "dp": lambda v: v is None or training.global_batch % v == 0,
-    }
-    out: dict[str, tuple[Any, ...]] = {}
-    for name in PLAN_FIELDS:
-        given = _values(getattr(spec.plan, name))
-        kept = tuple(v for v in given if rules.get(name, lambda _: True)(v))
-        if not kept:
-            raise SpecError(f"no value of {given} fits the model ({_shape(model)}, "
-                            f"global_batch={training.global_batch}); choose values that "
-                            "divide them", field=f"plan.{name}")
-        out[name] = kept
-    return out
+def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
+                  cluster: ClusterSpec) -> dict[str, tuple[Any, ...]]:
+    """Each plan knob's values, less those no combination of the others can use: the
+    structural rules (cost.validity.allowed_values) decide, over the GPU counts of the space."""
+    given = {name: _values(getattr(spec.plan, name)) for name in PLAN_FIELDS}
+    coded = {name: [float(x) for x in encode(name, values)] for name, values in given.items()}
+    try:
+        allowed = allowed_values(model, cluster, training, coded,
+                                 gpu_counts=sorted(_gpu_counts(spec.cluster)))
+    except NoValidValueError as err:
+        shown = tuple(_word(v) for v in given[err.knob])
+        raise SpecError(f"no value of {shown} fits the model ({model.describe()}, "
+                        f"global_batch={training.global_batch}) on this cluster with the other "
+                        f"plan choices (rule {err.rule!r}); choose values that divide them",
+                        field=f"plan.{err.knob}") from err
+    return {name: tuple(v for v, c in zip(given[name], coded[name], strict=True)
+                        if c in allowed[name]) for name in PLAN_FIELDS}
 
 
-def _layers_rules(training: TrainingSpec, model: LayersModel) -> dict[str, Any]:
-    """A layers model trains data-parallel in pipeline stages: tp, cp, virtual stages 1."""
-    return {"tp": lambda v: v == 1, "pp": lambda v: v <= len(model.layers),
-            "cp": lambda v: v == 1, "virtual_stages": lambda v: v == 1,
-            "micro_batch": lambda v: training.global_batch % v == 0}
-
-
-def _shape(model: ModelSpec | LayersModel) -> str:
-    if isinstance(model, LayersModel):
-        return f"{model.name}: a layers model, data-parallel in pipeline stages"
-    return (f"{model.name}: heads={model.heads}, layers={model.layers}, "
-            f"seq_len={model.seq_len}")
+def _word(value: Any) -> Any:
+    """A knob value as the user wrote it (an enum's word)."""
+    return getattr(value, "value", value)
 
 
 def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
@@ -132,19 +109,8 @@ def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
 
 
 def encode_plan_values(name: str, values: Any) -> np.ndarray:
-    """A plan knob's user values as the cost model's numbers (codes for the strings)."""
-    if name == "recompute":
-        return np.array([RECOMPUTE.index(v) for v in np.ravel(values)], dtype=np.float64)
-    if name == "offload":
-        return np.array([OFFLOAD.index(v) for v in np.ravel(values)], dtype=np.float64)
-    if name == "dp":
-        return np.array([0 if v is None else v for v in np.ravel(values)], dtype=np.float64)
-    if name == "sync":
-        return np.array([-1 if v is None else SYNC.index(v) for v in np.ravel(values)],
-                        dtype=np.float64)
-    if name == "parameter_servers":
-        return np.array([1 if v is None else v for v in np.ravel(values)], dtype=np.float64)
-    return np.asarray(np.ravel(values), dtype=np.float64)
+    """A plan knob's user values as the cost model's numbers (cost.codec)."""
+    return encode(name, np.ravel(np.asarray(values, dtype=object)).tolist())
 
 
 @dataclass(frozen=True)
@@ -152,7 +118,7 @@ class Space:
     """A spec's knobs and their candidate values, plan and cluster alike."""
 
     spec: StudySpec
-    model: ModelSpec | LayersModel
+    model: Workload
     training: TrainingSpec
     choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
     efficiency: Efficiency = DEFAULT_EFFICIENCY  # the spec's calibration profile
@@ -162,8 +128,10 @@ class Space:
         try:
             model = spec.model.to_model_spec()
             training = spec.training.to_training_spec()
-            choices = {**_plan_choices(spec, model, training), **{
-                f"cluster.{k}": v for k, v in _cluster_choices(spec.cluster).items()}}
+            clusters = {f"cluster.{k}": v for k, v in _cluster_choices(spec.cluster).items()}
+            sample = cls(spec=spec, model=model, training=training,
+                         choices=clusters).some_cluster()
+            choices = {**_plan_choices(spec, model, training, sample), **clusters}
         except SpecError as err:
             raise err.with_file(spec.file) from err
         return cls(spec=spec, model=model, training=training, choices=choices,
@@ -194,6 +162,17 @@ class Space:
             return fixed.to_cluster_spec(self.training.precision)
         except SpecError as err:
             raise err.with_file(self.spec.file) from err
+
+    def some_cluster(self) -> ClusterSpec:
+        """The first cluster of the space that can be built (SpecError of the first one if
+        none can)."""
+        first: SpecError | None = None
+        for values in self.cluster_combinations():
+            try:
+                return self.cluster(values)
+            except SpecError as err:
+                first = first or err
+        raise first or SpecError("the cluster section allows no cluster", field="cluster")
 
     def plans(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None
               ) -> Iterator[Plan]:

@@ -21,11 +21,12 @@ from cost import (
     DEFAULT_EFFICIENCY,
     ClusterSpec,
     Efficiency,
-    LayersModel,
-    ModelSpec,
+    InvalidPlanError,
     Plan,
     TrainingSpec,
-    plan_violations,
+    Workload,
+    check_plan,
+    precision_violation,
 )
 
 from .calibration import load_profile
@@ -48,7 +49,7 @@ from .sections import (
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
-CostInputs = tuple[ModelSpec | LayersModel, ClusterSpec, TrainingSpec, Plan]
+CostInputs = tuple[Workload, ClusterSpec, TrainingSpec, Plan]
 
 
 def _model_kind(value: Any) -> str:
@@ -115,12 +116,12 @@ class StudySpec(Frozen):
         return not self.choice_fields()
 
     def to_cost_inputs(self, *, check: bool = True) -> CostInputs:
-        """(ModelSpec, ClusterSpec, TrainingSpec, Plan) for a fixed spec.
+        """(workload, ClusterSpec, TrainingSpec, Plan) for a fixed spec.
 
         Raises SpecError naming the first choice, or (with `check`) the plan's structural
-        violations (cost.plan_violations): the first, a root cause (the rules are ordered so
-        that "tp=3 does not divide heads" comes before its consequence "dp=5.33 is not whole"),
-        and how many more there are."""
+        violations (cost.check_plan): the first, a root cause (the rules are ordered so that
+        "tp=3 does not divide heads" comes before its consequence "dp=5.33 is not whole"), and
+        how many more there are."""
         choices = self.choice_fields()
         if choices:
             raise SpecError("this value is a choice (a list or a range); give one value to "
@@ -132,12 +133,12 @@ class StudySpec(Frozen):
             cluster = self.cluster.to_cluster_spec(training.precision)
         except SpecError as err:
             raise err.with_file(self.file) from err
-        plan = self.plan.to_plan()
+        plan = self.plan.record().to_plan()
         if check:
-            violations = plan_violations(model, cluster, training, plan)
-            if violations:
-                more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-                raise SpecError(violations[0] + more, file=self.file, field="plan")
+            try:
+                check_plan(model, cluster, training, plan)
+            except InvalidPlanError as err:
+                raise SpecError(str(err), file=self.file, field="plan") from err
         return model, cluster, training, plan
 
 
@@ -182,9 +183,7 @@ def _check_precision(spec: StudySpec, file: str) -> None:
     gpu, precision = spec.cluster.gpu, spec.training.precision
     if isinstance(gpu, Choice):
         return
-    peaks = gpu_spec(gpu, precision).peak_flops_per_s
-    if peaks.get(precision, 0.0) <= 0:
-        supported = ", ".join(p for p, x in peaks.items() if x > 0)
-        raise SpecError(f"GPU {gpu if isinstance(gpu, str) else gpu.name} has no {precision} "
-                        f"support; choose precision from {supported} or another GPU",
-                        file=file, field="training.precision")
+    found = gpu_spec(gpu, precision)
+    problem = precision_violation(found.peak_flops_per_s, found.name, precision)
+    if problem:
+        raise SpecError(f"{problem} or another GPU", file=file, field="training.precision")

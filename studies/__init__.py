@@ -16,7 +16,7 @@ from .metadata import (
     stored_spec,
     target_trials,
 )
-from .records import RESULT_ATTR, is_feasible, record_result, result_of
+from .records import RESULT_ATTR, TrialResult, is_feasible, record_result, result_of
 from .recovery import (
     JOURNAL_STALE_S,
     JOURNAL_UNSTAMPED_S,
@@ -33,20 +33,34 @@ from .storage import (
     redact_url,
     storage_url,
 )
+from .workers import (
+    RECOVERY_EVERY_S,
+    RecoveryCallback,
+    complete_count,
+    finished_under_us,
+    settle,
+    settle_s,
+    to_run,
+)
 
 __all__ = [
     "DEFAULT_STORAGE_URL",
     "ENV_VAR",
     "JOURNAL_STALE_S",
     "JOURNAL_UNSTAMPED_S",
+    "RECOVERY_EVERY_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
     "WORKER_ATTR",
+    "RecoveryCallback",
     "StudyError",
+    "TrialResult",
     "best_results",
+    "complete_count",
     "create_or_continue",
     "export_trials",
     "fail_silent_trials",
+    "finished_under_us",
     "is_feasible",
     "list_studies",
     "load_study",
@@ -56,10 +70,13 @@ __all__ = [
     "redact_url",
     "result_of",
     "set_target_trials",
+    "settle",
+    "settle_s",
     "spec_digest",
     "storage_url",
     "stored_spec",
     "target_trials",
+    "to_run",
     "trials_table",
     "waiting_retries",
     "worker_identity",

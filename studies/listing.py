@@ -15,7 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from .errors import StudyError
 from .metadata import load_study, target_trials
-from .records import is_feasible, result_of
+from .records import RESULT_ATTR, TrialResult, is_feasible, result_of
 
 __all__ = ["best_results", "export_trials", "list_studies", "trials_table"]
 
@@ -62,15 +62,20 @@ def list_studies(storage: optuna.storages.BaseStorage) -> list[dict[str, Any]]:
 
 
 def _plan_key(trial: FrozenTrial) -> str:
-    result = result_of(trial) or {}
-    plan = {"plan": result.get("plan"), "cluster": result.get("cluster")}
-    return json.dumps(plan, sort_keys=True) if result else f"trial:{trial.number}"
+    result = result_of(trial)
+    if result is None:
+        return f"trial:{trial.number}"
+    return json.dumps({"plan": result.plan.as_dict(), "cluster": result.cluster.as_dict()},
+                      sort_keys=True)
 
 
-def _with_trial(trial: FrozenTrial) -> dict[str, Any]:
+def _with_trial(trial: FrozenTrial) -> TrialResult | None:
+    result = result_of(trial)
+    if result is None:
+        return None
     value: float | list[float] | None = trial.value if len(trial.values or []) == 1 \
         else trial.values
-    return {**(result_of(trial) or {}), "trial": trial.number, "value": value}
+    return TrialResult(trial=trial.number, value=value, result=result)
 
 
 def _distinct(trials: list[FrozenTrial], top: int | None) -> list[FrozenTrial]:
@@ -86,20 +91,23 @@ def _distinct(trials: list[FrozenTrial], top: int | None) -> list[FrozenTrial]:
     return kept
 
 
-def best_results(study: optuna.Study, *, top: int = 1) -> list[dict[str, Any]]:
-    """The best feasible plans, each its PLAN_RESULT plus "trial" (number) and "value".
+def best_results(study: optuna.Study, *, top: int = 1) -> list[TrialResult]:
+    """The best feasible plans with their trial numbers and values.
 
     One objective: the `top` best distinct plans in the study's direction. Two objectives:
     the Pareto front of feasible trials, distinct plans, by the first objective. [] when
     nothing is feasible."""
     if len(study.directions) == 1:
-        feasible = [t for t in study.get_trials(deepcopy=False) if is_feasible(t)]
+        feasible = [t for t in study.get_trials(deepcopy=False)
+                    if is_feasible(t) and RESULT_ATTR in t.user_attrs]
         sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
         ranked = sorted(feasible, key=lambda t: (sign * float(t.values[0]), t.number))
-        return [_with_trial(t) for t in _distinct(ranked, max(top, 0))]
-    front = [t for t in study.best_trials if is_feasible(t)]
-    front.sort(key=lambda t: (*t.values, t.number))
-    return [_with_trial(t) for t in _distinct(front, None)]
+        picked = _distinct(ranked, max(top, 0))
+    else:
+        front = [t for t in study.best_trials if is_feasible(t) and RESULT_ATTR in t.user_attrs]
+        front.sort(key=lambda t: (*t.values, t.number))
+        picked = _distinct(front, None)
+    return [r for r in map(_with_trial, picked) if r is not None]
 
 
 def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:
@@ -124,7 +132,8 @@ def _trial_row(trial: FrozenTrial) -> dict[str, Any]:
     row.update({f"params.{k}": v for k, v in trial.params.items()})
     duration = trial.duration
     row["duration_s"] = duration.total_seconds() if duration is not None else None
-    _flatten(result_of(trial) or {}, "", row)
+    stored = result_of(trial)
+    _flatten(stored.as_dict() if stored is not None else {}, "", row)
     row.update({f"constraint.{k}": v for k, v in trial.constraints.items()})
     return row
 

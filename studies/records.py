@@ -1,27 +1,44 @@
-"""One trial's result as stored: the PLAN_RESULT dict (shared/SPEC.md) in the trial's user
-attributes, and whether the trial is feasible (complete, every constraint value <= 0)."""
+"""One trial's result as stored: a PlanResult (cost.result) kept as its `as_dict` object in
+the trial's user attributes, and whether the trial is feasible (complete, every constraint
+value <= 0)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-__all__ = ["RESULT_ATTR", "is_feasible", "record_result", "result_of"]
+from cost import PlanResult
+
+__all__ = ["RESULT_ATTR", "TrialResult", "is_feasible", "record_result", "result_of"]
 
 RESULT_ATTR = "result"
 
 
-def record_result(trial: optuna.Trial | FrozenTrial, result: dict[str, Any]) -> None:
-    """Store one plan's PLAN_RESULT (builtin types only: it is kept as JSON) on `trial`."""
-    trial.set_user_attr(RESULT_ATTR, result)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrialResult:
+    """A stored trial's plan result, its number and objective value(s)."""
+
+    trial: int
+    value: float | list[float] | None
+    result: PlanResult
+
+    def as_dict(self) -> dict[str, Any]:
+        """PLAN_RESULT (shared/SPEC.md) plus "trial" and "value"."""
+        return {**self.result.as_dict(), "trial": self.trial, "value": self.value}
 
 
-def result_of(trial: FrozenTrial) -> dict[str, Any] | None:
-    """The PLAN_RESULT stored on `trial`, or None (pruned before evaluation, or failed)."""
-    result = trial.user_attrs.get(RESULT_ATTR)
-    return result if isinstance(result, dict) else None
+def record_result(trial: optuna.Trial | FrozenTrial, result: PlanResult) -> None:
+    """Store one plan's result on `trial` (as JSON, through Optuna's user attributes)."""
+    trial.set_user_attr(RESULT_ATTR, result.as_dict())
+
+
+def result_of(trial: FrozenTrial) -> PlanResult | None:
+    """The result stored on `trial`, or None (pruned before evaluation, or failed)."""
+    stored = trial.user_attrs.get(RESULT_ATTR)
+    return PlanResult.from_dict(stored) if isinstance(stored, dict) else None
 
 
 def is_feasible(trial: FrozenTrial) -> bool:

@@ -1,5 +1,14 @@
-"""The `tuner` command line: a thin shell that parses, calls the library and renders."""
+"""The search and the command line: Optuna samplers over a search space with the cost model
+as objective (engine), the `tuner` command (cli), and what it shows (views: text, JSON, HTML).
 
-from .cli import main
+May import `cost`, `search_spaces`, `studies`, Optuna, click and plotly.
+"""
 
 __all__ = ["main"]
+
+
+def main() -> None:
+    """The `tuner` command (imported when called, so that `import tuner` stays light)."""
+    from .cli import main as cli_main
+
+    cli_main()

@@ -2,15 +2,21 @@ import numpy as np
 import pytest
 
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
-from cost.memory import activation_bytes_per_layer, layers_in_flight, stage_parameters
-from cost.resolved import resolve
+from cost.degrees import degrees
+from cost.transformer_memory import activation_bytes_per_layer, layers_in_flight, stage_parameters
+from cost.transformer_time import stage_shape
 from tests.factories import cluster, gpt, run
 
 S, B, H, A = 2048, 1, 12288, 96  # GPT-3 175B, micro-batch 1
 
 
 def resolved(**plan: float):  # type: ignore[no-untyped-def]
-    return resolve(gpt(), cluster(8), run(64), Plan(**plan))
+    return degrees(cluster(8), run(64), Plan(**plan))
+
+
+def _in_flight(**plan: float):  # type: ignore[no-untyped-def]
+    d = resolved(**plan)
+    return layers_in_flight(d, stage_shape(gpt(), d))
 
 
 def per_layer(flash: bool = False, **plan: float) -> float:
@@ -47,9 +53,9 @@ def test_flash_attention_stores_no_scores() -> None:
 
 def test_layers_in_flight_1f1b_and_interleaved() -> None:
     # 64 GPUs, tp 8, pp 8 -> dp 1, 64 micro-batches: the first stage holds p micro-batches
-    assert float(layers_in_flight(resolved(tp=8, pp=8))) == pytest.approx(96)
+    assert float(_in_flight(tp=8, pp=8)) == pytest.approx(96)
     p, v = 8, 3
-    got = float(layers_in_flight(resolved(tp=8, pp=p, virtual_stages=v)))
+    got = float(_in_flight(tp=8, pp=p, virtual_stages=v))
     assert got == pytest.approx(96 * (1 + (p - 1) / (p * v)))
 
 
@@ -72,9 +78,9 @@ def test_offload_moves_state_to_the_expansion_tier() -> None:
     c = cluster(8, expansion_capacity_bytes=512 * 2**30, expansion_bandwidth_bytes_per_s=64e9)
     off = np.array([0, 1, 2], dtype=float)
     report = evaluate(gpt(), c, run(64), Plan(tp=8, pp=8, offload=off))
-    assert report.memory.optimizer[1] == 0 and report.memory.expansion[1] > 0
-    assert report.memory.weights[2] < report.memory.weights[1]
-    assert np.all(report.step.offload[1:] > 0) and report.step.offload[0] == 0
+    assert report.memory.optimizer_bytes[1] == 0 and report.memory.expansion_bytes[1] > 0
+    assert report.memory.weights_bytes[2] < report.memory.weights_bytes[1]
+    assert np.all(report.step.offload_s[1:] > 0) and report.step.offload_s[0] == 0
 
 
 def test_offload_without_expansion_capacity_does_not_fit() -> None:

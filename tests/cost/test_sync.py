@@ -74,6 +74,6 @@ def test_pipeline_stages_of_a_layers_model_balance_and_add_a_bubble() -> None:
     one = evaluate(model, cluster, training, Plan(pp=1, micro_batch=32))
     four = evaluate(model, cluster, training, Plan(pp=4, micro_batch=8))
     assert bool(one.valid) and bool(four.valid)
-    assert float(four.step.pp_bubble) > 0 and float(one.step.pp_bubble) == 0
+    assert float(four.step.pp_bubble_s) > 0 and float(one.step.pp_bubble_s) == 0
     # balanced by FLOPs, the late stages hold most of the weights but never all of them
-    assert float(four.memory.weights) < float(one.memory.weights)
+    assert float(four.memory.weights_bytes) < float(one.memory.weights_bytes)

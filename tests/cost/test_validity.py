@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from cost import Plan, evaluate, plan_violations
+from cost.degrees import degrees
 from cost.price import price
-from cost.resolved import resolve
+from cost.transformer_time import stage_shape
 from tests.factories import cluster, gpt, run
 
 
@@ -90,7 +91,7 @@ def test_a_pipeline_may_count_the_embedding_and_the_loss_as_layers() -> None:
     7 stages, 13 beside the embedding and the loss; one layer more than an even split costs."""
     model, c, training = gpt(layers=96), cluster(7), run(56)
     assert plan_violations(model, c, training, Plan(tp=8, pp=7, dp=1)) == []
-    r = resolve(model, c, training, Plan(tp=8, pp=7, dp=1))
+    r = stage_shape(model, degrees(c, training, Plan(tp=8, pp=7, dp=1)))
     assert (float(r.layers_per_stage), float(r.last_stage_layers)) == (14.0, 13.0)
     uneven = evaluate(model, c, training, Plan(tp=8, pp=7, dp=1))
     even = evaluate(gpt(layers=98), c, training, Plan(tp=8, pp=7, dp=1))

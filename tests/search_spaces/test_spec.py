@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import cost
+import cost.codec
 from search_spaces import Choice, IntRange, SpecError, load_spec, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
@@ -58,7 +59,8 @@ def test_gpt3_example_is_korthikantis_configuration() -> None:
         .to_cost_inputs()
     assert (model.name, cluster.gpu.name, int(cluster.gpus)) == ("gpt3-175b", "a100-80gb", 64)
     assert (plan.tp, plan.pp, plan.dp, plan.virtual_stages) == (8, 8, 0, 3)
-    assert plan.recompute == cost.RECOMPUTE.index("selective") and plan.sequence_parallel
+    assert plan.recompute == cost.codec.encode("recompute", ["selective"])[0]
+    assert plan.sequence_parallel
     assert training.precision == "fp16" and training.tokens == 300e9
 
 
@@ -256,7 +258,7 @@ def test_a_network_described_by_its_layers_in_yaml(tmp_path: Path) -> None:
     assert isinstance(model, cost.LayersModel)
     assert model.params == 2e6 and model.layers[0].activation_bytes == 4000.0
     report = cost.evaluate(model, cluster, training, plan)
-    assert bool(report.feasible) and float(report.step.dp_comm) > 0
+    assert bool(report.feasible) and float(report.step.dp_comm_s) > 0
 
 
 def test_built_in_resnets_match_their_papers() -> None:

@@ -10,7 +10,7 @@ import optuna
 import yaml
 
 import cost
-from search_spaces import StudySpec, parse_spec, plan_result
+from search_spaces import StudySpec, parse_spec
 from studies import RESULT_ATTR, create_or_continue, open_storage
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
@@ -31,7 +31,7 @@ def spec_of(text: str, *, name: str = "gpt3") -> StudySpec:
 def gpt3_result(**plan: Any) -> dict[str, Any]:
     """The PLAN_RESULT of the GPT-3 example with `plan` values replaced."""
     inputs = spec_of(gpt3_text(**plan)).to_cost_inputs()
-    return plan_result(*inputs, cost.evaluate(*inputs))
+    return cost.plan_result(*inputs, cost.evaluate(*inputs)).as_dict()
 
 
 def storage_in(tmp_path: Path) -> optuna.storages.RDBStorage:

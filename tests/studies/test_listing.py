@@ -10,6 +10,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from cost import PlanResult
 from studies import (
     best_results,
     export_trials,
@@ -45,7 +46,7 @@ def _throughput_study(tmp_path: Path, results: dict[str, dict]) -> optuna.Study:
 
 def test_best_is_the_fastest_feasible_distinct_plans(tmp_path: Path,
                                                      results: dict[str, dict]) -> None:
-    best = best_results(_throughput_study(tmp_path, results), top=3)
+    best = [r.as_dict() for r in best_results(_throughput_study(tmp_path, results), top=3)]
     assert [b["trial"] for b in best] == [1, 0, 3]
     assert best[0]["plan"]["micro_batch"] == 2
     assert best[0]["value"] == pytest.approx(results["mb2"]["tokens_per_s"])
@@ -56,7 +57,7 @@ def test_nothing_feasible_gives_an_empty_list(tmp_path: Path,
                                               results: dict[str, dict]) -> None:
     study = new_study(storage_in(tmp_path))
     add_trial(study, [1.0], results["base"], memory=1.0)
-    assert best_results(study) == []
+    assert [r.as_dict() for r in best_results(study)] == []
 
 
 def test_pareto_front_is_feasible_distinct_and_sorted(tmp_path: Path,
@@ -66,7 +67,7 @@ def test_pareto_front_is_feasible_distinct_and_sorted(tmp_path: Path,
         r = results[key]
         add_trial(study, [r["time_to_train_days"], r["cost_to_train_usd"]], r)
     add_trial(study, [1.0, 1.0], results["base"], memory=1.0)  # dominates all, infeasible
-    front = best_results(study)
+    front = [r.as_dict() for r in best_results(study)]
     assert [f["trial"] for f in front] == [1]  # mb2 is faster and cheaper than the rest
     assert front[0]["value"] == pytest.approx([results["mb2"]["time_to_train_days"],
                                                results["mb2"]["cost_to_train_usd"]])
@@ -77,7 +78,7 @@ def test_pareto_front_keeps_a_trade_off(tmp_path: Path, results: dict[str, dict]
     add_trial(study, [10.0, 300.0], results["base"])
     add_trial(study, [20.0, 100.0], results["tp4"])
     add_trial(study, [30.0, 400.0], results["full"])
-    assert [f["trial"] for f in best_results(study)] == [0, 1]
+    assert [f["trial"] for f in [r.as_dict() for r in best_results(study)]] == [0, 1]
 
 
 def test_list_studies_counts_states_and_best(tmp_path: Path,
@@ -96,11 +97,11 @@ def test_list_studies_counts_states_and_best(tmp_path: Path,
 def test_records_round_trip_and_feasibility(tmp_path: Path, results: dict[str, dict]) -> None:
     study = new_study(storage_in(tmp_path))
     trial = study.ask()
-    record_result(trial, results["base"])
+    record_result(trial, PlanResult.from_dict(results["base"]))
     trial.set_constraint("memory", -3.0)
     study.tell(trial, 1.0)
     frozen = study.trials[0]
-    assert result_of(frozen) == results["base"] and is_feasible(frozen)
+    assert result_of(frozen).as_dict() == results["base"] and is_feasible(frozen)
 
 
 def test_trials_table_is_flat(tmp_path: Path, results: dict[str, dict]) -> None:

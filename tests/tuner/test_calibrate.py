@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from cost import DEFAULT_EFFICIENCY, evaluate
 from search_spaces import load_spec
 from tests.tuner.specs import tiny, write
-from tuner.calibrate import errors, fit, read_measurements, split
 from tuner.cli import main
+from tuner.engine.calibrate import errors, fit, read_measurements, split
 
 TRUE = DEFAULT_EFFICIENCY.with_(gemm_fraction_by_gpu=(("a100-80gb", 0.45),))
 

@@ -10,9 +10,9 @@ import pytest
 
 from studies import best_results, open_storage
 from tests.tuner.specs import space, spec, tiny
-from tuner.exhaustive import sweep
-from tuner.objective import PlanObjective
-from tuner.search import SearchOptions, run_search
+from tuner.engine.exhaustive import sweep
+from tuner.engine.objective import PlanObjective
+from tuner.engine.search import SearchOptions, run_search
 
 LIMITS = {"max_cost": 400.0, "max_days": 0.5, "max_gpus": 16, "max_hourly_cost": 60.0}
 
@@ -41,7 +41,7 @@ def test_reported_plans_respect_budget_and_deadline(tmp_path: Path, sampler: str
     storage = open_storage(f"sqlite:///{tmp_path}/c.db")
     study = run_search(spec(data), "", storage, SearchOptions(sampler=sampler, trials=30,
                                                                seed=1))
-    front = best_results(study)
+    front = [r.as_dict() for r in best_results(study)]
     assert front, "the limits leave feasible plans"
     assert all(r["feasible"] and within_limits(r) for r in front)
     # the limits bind: without them more plans are feasible

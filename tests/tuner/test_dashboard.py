@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.studies.builders import add_trial, gpt3_result, new_study, storage_in
-from tuner import commands_report
 from tuner.cli import main
-from tuner.dashboard import INSTALL_HINT, server_arguments, study_address
+from tuner.cli import report as commands_report
+from tuner.cli.dashboard import INSTALL_HINT, server_arguments, study_address
 
 
 def _run(*args: str) -> tuple[int, str, str]:

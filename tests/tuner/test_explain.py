@@ -11,10 +11,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from search_spaces import load_spec, plan_as_dict
+from cost import PlanRecord
+from search_spaces import load_spec
 from tests.tuner.specs import EXAMPLES
 from tuner.cli import main
-from tuner.explain import explain, neighbourhood, time_terms
+from tuner.engine.explain import explain, neighbourhood, time_terms
 
 FIXED = EXAMPLES / "gpt3-175b-a100-fixed.yaml"
 
@@ -66,9 +67,9 @@ def test_more_hbm_never_slows_the_best_neighbour(explained: dict[str, Any]) -> N
 def test_the_neighbourhood_holds_the_plan_and_fills_the_cluster() -> None:
     spec = load_spec(FIXED)
     _, cluster, training, plan = spec.to_cost_inputs()
-    values = plan_as_dict(plan, gpus=64)
-    space = neighbourhood(spec, values, gpus=64, global_batch=training.global_batch)
-    assert values["tp"] in space.choices["tp"] and values["pp"] in space.choices["pp"]
+    record = PlanRecord.of(plan, gpus=64)
+    space = neighbourhood(spec, record, gpus=64, global_batch=training.global_batch)
+    assert record.tp in space.choices["tp"] and record.pp in space.choices["pp"]
     assert set(space.choices["recompute"]) == {"none", "selective", "full"}
     plans = list(space.plans(cluster))
     layouts = {(int(t), int(p), int(d)) for chunk in plans

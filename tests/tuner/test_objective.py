@@ -14,8 +14,8 @@ from optuna.trial import FixedTrial, TrialState
 import cost
 from search_spaces import Space
 from studies import RESULT_ATTR
-from tuner.evaluation import best_plan, cluster_values
-from tuner.objective import PlanObjective
+from tuner.engine.evaluation import best_plan, cluster_values
+from tuner.engine.objective import PlanObjective
 
 from .specs import gpt3_narrow, space, tiny
 

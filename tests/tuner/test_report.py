@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from tests.tuner.specs import tiny, write
 from tuner.cli import main
-from tuner.report import build_report
+from tuner.views.report import build_report
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

@@ -6,14 +6,15 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import optuna
 import plotly.graph_objects as go
 from optuna import visualization
 from optuna.trial import FrozenTrial, TrialState
 
-from .render_studies import plan_summary
+from studies import TrialResult
+
+from .studies import cluster_summary, plan_summary
 
 __all__ = ["OBJECTIVE_LABELS", "Figure", "history_figures", "importance_figures",
            "memory_figure", "pareto_figure", "time_figure"]
@@ -44,13 +45,12 @@ class Figure:
     note: str = ""
 
 
-def _bar_label(result: Mapping[str, Any]) -> str:
-    cluster = result.get("cluster", {})
-    where = f"{cluster.get('nodes')}x{cluster.get('gpus_per_node')} {cluster.get('gpu')}"
-    return f"trial {result.get('trial')}: {plan_summary(result.get('plan', {}))} | {where}"
+def _bar_label(r: TrialResult) -> str:
+    return (f"trial {r.trial}: {plan_summary(r.result.plan)} | "
+            f"{cluster_summary(r.result.cluster)}")
 
 
-def _stacked(results: Sequence[Mapping[str, Any]], parts: Callable[[Mapping[str, Any]],
+def _stacked(results: Sequence[TrialResult], parts: Callable[[TrialResult],
              Mapping[str, float]], terms: Mapping[str, str], scale: float) -> go.Figure:
     """One horizontal bar per plan (best at the top), one colour per term."""
     labels = [_bar_label(r) for r in results]
@@ -66,19 +66,19 @@ def _stacked(results: Sequence[Mapping[str, Any]], parts: Callable[[Mapping[str,
     return figure
 
 
-def time_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
+def time_figure(results: Sequence[TrialResult]) -> Figure:
     """Seconds per optimizer step of each plan, by term (exposed time)."""
-    figure = _stacked(results, lambda r: r.get("time_breakdown_s", {}), TIME_TERMS, 1.0)
+    figure = _stacked(results, lambda r: r.result.time_breakdown_s, TIME_TERMS, 1.0)
     figure.update_xaxes(title_text="seconds per step")
     return Figure("time", "Step time by term", figure)
 
 
-def memory_figure(results: Sequence[Mapping[str, Any]]) -> Figure:
+def memory_figure(results: Sequence[TrialResult]) -> Figure:
     """GiB per GPU of each plan, by kind, with the HBM it may use marked."""
-    figure = _stacked(results, lambda r: r.get("memory_per_gpu_bytes", {}), MEMORY_TERMS, _GIB)
+    figure = _stacked(results, lambda r: r.result.memory_per_gpu_bytes, MEMORY_TERMS, _GIB)
     figure.add_trace(go.Scatter(
         name="usable HBM", y=[_bar_label(r) for r in results], mode="markers",
-        x=[float(r.get("hbm_usable_bytes", 0.0)) / _GIB for r in results],
+        x=[r.result.hbm_usable_bytes / _GIB for r in results],
         marker={"symbol": "line-ns-open", "size": 24, "color": "black",
                 "line": {"width": 3}}))
     figure.update_xaxes(title_text="GiB per GPU")

@@ -17,16 +17,11 @@ from studies import (
     storage_url,
 )
 
-from . import render, render_studies
+from ..views import studies as studies_view
+from ..views import text as render
+from .options import json_option, storage_option
 
 __all__ = ["best", "export", "studies"]
-
-_storage_option = click.option(
-    "--storage", "storage", default=None, metavar="URL",
-    help="SQLAlchemy URL of the storage (default $TUNER_STORAGE or "
-         "sqlite:///studies/studies.db).")
-_json_option = click.option("--json", "as_json", is_flag=True,
-                            help="Print JSON only, on stdout.")
 
 
 def _read_only(url: str) -> BaseStorage:
@@ -35,8 +30,8 @@ def _read_only(url: str) -> BaseStorage:
 
 
 @click.command()
-@_storage_option
-@_json_option
+@storage_option
+@json_option
 def studies(storage: str | None, as_json: bool) -> None:
     """List the studies in a storage: trials by state and best values."""
     url = storage_url(storage)
@@ -44,24 +39,24 @@ def studies(storage: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(render.to_json(summaries))
         return
-    click.echo(render_studies.studies_text(summaries, storage=redact_url(url)))
+    click.echo(studies_view.studies_text(summaries, storage=redact_url(url)))
 
 
 @click.command()
 @click.argument("name")
 @click.option("--top", default=1, show_default=True, type=click.IntRange(min=1),
               help="How many distinct plans to show (single objective).")
-@_storage_option
-@_json_option
+@storage_option
+@json_option
 def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     """The best plan(s) of study NAME, or its Pareto front."""
     study = load_study(_read_only(storage_url(storage)), name)
     results = best_results(study, top=top)
     if as_json:
-        click.echo(render.to_json({"study": name, "best": results}))
+        click.echo(render.to_json({"study": name, "best": [r.as_dict() for r in results]}))
         return
     pareto = len(study.directions) > 1
-    click.echo(render_studies.best_text(name, results, pareto=pareto))
+    click.echo(studies_view.best_text(name, results, pareto=pareto))
 
 
 @click.command()
@@ -70,7 +65,7 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
 @click.option("--json", "fmt", flag_value="json", help="A JSON list of rows.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write to FILE instead of stdout.")
-@_storage_option
+@storage_option
 def export(name: str, fmt: str, out: str | None, storage: str | None) -> None:
     """The trials of study NAME as CSV or JSON, one row per trial."""
     study = load_study(_read_only(storage_url(storage)), name)

@@ -52,7 +52,7 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
     memory = report.memory
     constraints = {
         "hbm": memory.total_bytes / report.hbm_usable_bytes - 1.0,
-        "expansion": (memory.expansion - report.expansion_capacity_bytes)
+        "expansion": (memory.expansion_bytes - report.expansion_capacity_bytes)
         / np.maximum(report.expansion_capacity_bytes, _GIB),
     }
     bounded = {

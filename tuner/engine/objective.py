@@ -107,6 +107,7 @@ class PlanObjective:
         if candidate is None:
             return f"no structurally valid plan with {fixed} on {int(cluster.gpus)} GPUs"
         result = result_of(self.space, candidate)
-        attrs: dict[str, Any] = {RESULT_ATTR: result, "plans_evaluated": candidate.evaluated,
+        attrs: dict[str, Any] = {RESULT_ATTR: result.as_dict(),
+                                 "plans_evaluated": candidate.evaluated,
                                  "plans_feasible": candidate.feasible_plans}
         return _Outcome(candidate.objectives, candidate.constraints, attrs)

@@ -14,7 +14,8 @@ import numpy as np
 import optuna
 from optuna.distributions import CategoricalDistribution
 
-from search_spaces import Space, SpecError, encode_plan_values
+from cost.codec import encode
+from search_spaces import Space, SpecError
 from studies import RESULT_ATTR
 
 from .evaluation import Candidate, evaluate_chunks, one_plan, result_of
@@ -102,7 +103,7 @@ def _knobs(space: Space, values: dict[str, Any], plans: Any, i: int) -> dict[str
             out[name] = label(values[name[len("cluster."):]])
             continue
         number = float(np.ravel(getattr(plans, name))[i])
-        codes = encode_plan_values(name, list(space.choices[name]))
+        codes = encode(name, space.choices[name])
         out[name] = label(space.choices[name][int(np.flatnonzero(codes == number)[0])])
     return out
 
@@ -115,7 +116,7 @@ def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> Non
         trial = optuna.trial.create_trial(
             params=knobs, distributions={k: distributions[k] for k in knobs},
             values=list(candidate.objectives),
-            user_attrs={RESULT_ATTR: result_of(space, candidate), "exhaustive": True},
+            user_attrs={RESULT_ATTR: result_of(space, candidate).as_dict(), "exhaustive": True},
             system_attrs={f"constraints:{k}": v for k, v in candidate.constraints.items()},
         )
         study.add_trial(trial)

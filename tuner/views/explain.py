@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .render_studies import plan_summary
+from cost import PlanRecord
+
+from .studies import plan_summary
 
 __all__ = ["explain_text"]
 
@@ -52,7 +54,7 @@ def _bandwidth_rows(what_if: Mapping[str, Any]) -> list[str]:
 def _neighbour(best: Mapping[str, Any] | None) -> str:
     if best is None:
         return "no plan of the neighbourhood fits"
-    return (f"{best['step_time_s']:.3f} s with {plan_summary(best['plan'])} "
+    return (f"{best['step_time_s']:.3f} s with {plan_summary(PlanRecord.from_dict(best['plan']))} "
             f"({best['memory_total_bytes'] / _GIB:.1f} GiB)")
 
 
@@ -76,7 +78,7 @@ def explain_text(out: Mapping[str, Any]) -> str:
         f"{out['spec']}",
         f"  model             {out['model']}",
         f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} ({c['gpus']} GPUs)",
-        f"  plan              {plan_summary(out['plan'])} ({status})",
+        f"  plan              {plan_summary(PlanRecord.from_dict(out['plan']))} ({status})",
         f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
         *_terms(out),
         _memory(out["memory"]),

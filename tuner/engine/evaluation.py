@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, CostReport, Efficiency, Plan, evaluate
-from search_spaces import CLUSTER_KNOBS, Space, plan_result
+from cost import ClusterSpec, CostReport, Efficiency, Plan, PlanResult, evaluate, plan_result
+from search_spaces import CLUSTER_KNOBS, Space
 
 from .scoring import DIRECTIONS, Scores, best_index, score
 
@@ -93,18 +93,16 @@ _LIMITS = {"max_cost": "cost to train", "max_days": "days to train", "max_gpus":
            "max_hourly_cost": "cost per hour"}
 
 
-def result_of(space: Space, candidate: Candidate) -> dict[str, Any]:
-    """The PLAN_RESULT of shared/SPEC.md for a candidate (one more scalar evaluation), its
-    feasibility and violations including the spec's constraints."""
+def result_of(space: Space, candidate: Candidate) -> PlanResult:
+    """The PlanResult of a candidate (one more scalar evaluation), its feasibility and
+    violations including the spec's constraints."""
     report = evaluate(space.model, candidate.cluster, space.training, candidate.plan,
                       efficiency=space.efficiency)
     result = plan_result(space.model, candidate.cluster, space.training, candidate.plan, report)
+    messages = []
     for name, what in _LIMITS.items():
         excess = candidate.constraints.get(name, 0.0)
         if excess > 0:
             limit = getattr(space.spec.constraints, name)
-            result["violations"].append(
-                f"{what} is {100 * excess:.0f}% over constraints.{name} = {limit:g}")
-    result["feasible"] = bool(result["feasible"] and candidate.feasible)
-    result["constraints"] = dict(candidate.constraints)
-    return result
+            messages.append(f"{what} is {100 * excess:.0f}% over constraints.{name} = {limit:g}")
+    return result.with_limits(candidate.constraints, messages)

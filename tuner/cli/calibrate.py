@@ -10,8 +10,9 @@ import click
 from cost import DEFAULT_EFFICIENCY
 from search_spaces import profile_text
 
-from . import render
-from .calibrate import errors, fit, read_measurements, split, summary
+from ..engine.calibrate import errors, fit, read_measurements, split, summary
+from ..views import text as render
+from .options import json_option
 
 __all__ = ["calibrate"]
 
@@ -35,7 +36,7 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
               help="Seed of the split.")
 @click.option("--network", is_flag=True,
               help="Also fit the share of link bandwidth collectives reach.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@json_option
 def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
               as_json: bool) -> None:
     """Fit the model's efficiency (per-GPU GEMM fraction) to measured step times."""

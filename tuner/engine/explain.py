@@ -16,8 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from cost import DEFAULT_EFFICIENCY, ClusterSpec, Efficiency, Plan, evaluate
-from search_spaces import Space, StudySpec, plan_as_dict, plan_result
+from cost import (
+    DEFAULT_EFFICIENCY,
+    ClusterSpec,
+    Efficiency,
+    Plan,
+    PlanRecord,
+    PlanResult,
+    evaluate,
+    plan_result,
+)
+from search_spaces import Space, StudySpec
 
 from .evaluation import best_plan
 
@@ -69,31 +78,31 @@ def time_terms(model: Any, cluster: ClusterSpec, training: Any, plan: Plan,
     return sorted(terms, key=lambda t: -t["seconds"])
 
 
-def _memory(result: dict[str, Any]) -> dict[str, Any]:
+def _memory(result: PlanResult) -> dict[str, Any]:
     """How much of the usable HBM the plan fills, and the headroom (negative: over)."""
-    total = result["memory_per_gpu_bytes"]["total"]
-    usable = result["hbm_usable_bytes"]
+    total = result.memory_total_bytes
+    usable = result.hbm_usable_bytes
     return {"total_bytes": total, "usable_bytes": usable, "fits": total <= usable,
             "used_share": total / usable if usable > 0 else float("inf"),
-            "headroom_bytes": usable - total, "breakdown": result["memory_per_gpu_bytes"]}
+            "headroom_bytes": usable - total, "breakdown": dict(result.memory_per_gpu_bytes)}
 
 
 def _powers_of_two(limit: int) -> list[int]:
     return [2**i for i in range(limit.bit_length()) if 2**i <= limit]
 
 
-def neighbourhood(spec: StudySpec, plan: dict[str, Any], *, gpus: int, global_batch: int
+def neighbourhood(spec: StudySpec, plan: PlanRecord, *, gpus: int, global_batch: int
                   ) -> Space:
     """The plan's neighbourhood as a search space: every micro-batch (powers of two),
     recompute, sequence parallelism, ZeRO stage, interleaving and tp x pp layout, with dp
     filling the same cluster; cp, offload and sync stay the plan's. Objective: throughput."""
     choices = {
-        "tp": sorted({*_powers_of_two(min(gpus, _MAX_TP)), plan["tp"]}),
-        "pp": sorted({*range(1, min(gpus, 128) + 1), plan["pp"]}),
+        "tp": sorted({*_powers_of_two(min(gpus, _MAX_TP)), plan.tp}),
+        "pp": sorted({*range(1, min(gpus, 128) + 1), plan.pp}),
         "dp": None,
-        "virtual_stages": sorted({*_VIRTUAL_STAGES, plan["virtual_stages"]}),
+        "virtual_stages": sorted({*_VIRTUAL_STAGES, plan.virtual_stages}),
         "micro_batch": sorted({*_powers_of_two(min(global_batch, _MAX_MICRO_BATCH)),
-                               plan["micro_batch"]}),
+                               plan.micro_batch}),
         "recompute": ["none", "selective", "full"],
         "sequence_parallel": [False, True],
         "zero": [0, 1, 2, 3],
@@ -110,7 +119,7 @@ def _best_neighbour(space: Space, cluster: ClusterSpec) -> dict[str, Any] | None
         return None
     report = evaluate(space.model, cluster, space.training, candidate.plan,
                       efficiency=space.efficiency)
-    return {"plan": plan_as_dict(candidate.plan, gpus=float(cluster.gpus)),
+    return {"plan": PlanRecord.of(candidate.plan, gpus=float(cluster.gpus)).as_dict(),
             "step_time_s": float(report.step_time_s),
             "memory_total_bytes": float(report.memory.total_bytes),
             "hbm_usable_bytes": float(report.hbm_usable_bytes),
@@ -159,14 +168,14 @@ def explain(spec: StudySpec) -> dict[str, Any]:
     efficiency = spec.efficiency()  # the spec's calibration profile, else the defaults
     result = plan_result(*inputs, evaluate(*inputs, efficiency=efficiency))
     terms = time_terms(*inputs, efficiency=efficiency)
-    space = neighbourhood(spec, result["plan"], gpus=int(result["cluster"]["gpus"]),
+    space = neighbourhood(spec, result.plan, gpus=result.cluster.gpus,
                           global_batch=training.global_batch)
     return {
-        "spec": spec.name, "model": result["model"], "plan": result["plan"],
-        "cluster": result["cluster"], "feasible": result["feasible"],
-        "violations": result["violations"], "step_time_s": result["step_time_s"],
-        "tokens_per_s": result["tokens_per_s"], "mfu": result["mfu"],
+        "spec": spec.name, "model": result.model, "plan": result.plan.as_dict(),
+        "cluster": result.cluster.as_dict(), "feasible": result.feasible,
+        "violations": list(result.violations), "step_time_s": result.step_time_s,
+        "tokens_per_s": result.tokens_per_s, "mfu": result.mfu,
         "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
-        "what_if": {**_bandwidth_what_ifs(inputs, result["step_time_s"], efficiency),
+        "what_if": {**_bandwidth_what_ifs(inputs, result.step_time_s, efficiency),
                     "hbm_capacity_x1_5": _capacity_what_if(space, cluster)},
     }

@@ -5,16 +5,15 @@ history, the Pareto front of a two-objective study, parameter importances and th
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import optuna
 import plotly.offline
 from optuna.trial import TrialState
 
-from studies import best_results
+from cost import PlanResult
+from studies import TrialResult, best_results
 
-from .render_studies import best_cells, plan_summary
 from .report_figures import (
     OBJECTIVE_LABELS,
     Figure,
@@ -24,6 +23,8 @@ from .report_figures import (
     pareto_figure,
     time_figure,
 )
+from .studies import best_cells, cluster_summary, plan_summary
+from .text import unit_label
 
 __all__ = ["build_report", "search_figures"]
 
@@ -46,25 +47,24 @@ pre { background: #f6f6f6; padding: 0.8rem; overflow-x: auto; }
 """
 
 
-def _cards(result: Mapping[str, Any]) -> str:
+def _cards(result: PlanResult) -> str:
     """The headline numbers of the best plan."""
-    memory = result.get("memory_per_gpu_bytes", {}).get("total", 0.0) / _GIB
     cards = [
-        ("step time", f"{result.get('step_time_s', 0.0):.3f} s"),
-        ("tokens/s", f"{result.get('tokens_per_s', 0.0):,.0f}"),
-        ("MFU", f"{100.0 * result.get('mfu', 0.0):.1f} %"),
-        ("memory per GPU", f"{memory:.1f} of "
-                           f"{result.get('hbm_usable_bytes', 0.0) / _GIB:.1f} GiB"),
-        ("cost per hour", f"${result.get('cost_per_hour_usd', 0.0):,.0f}"),
-        ("days to train", f"{result.get('time_to_train_days', 0.0):,.1f}"),
-        ("cost to train", f"${result.get('cost_to_train_usd', 0.0):,.0f}"),
+        ("step time", f"{result.step_time_s:.3f} s"),
+        (unit_label(result), f"{result.tokens_per_s:,.0f}"),
+        ("MFU", f"{100.0 * result.mfu:.1f} %"),
+        ("memory per GPU", f"{result.memory_total_bytes / _GIB:.1f} of "
+                           f"{result.hbm_usable_bytes / _GIB:.1f} GiB"),
+        ("cost per hour", f"${result.cost_per_hour_usd:,.0f}"),
+        ("days to train", f"{result.time_to_train_days:,.1f}"),
+        ("cost to train", f"${result.cost_to_train_usd:,.0f}"),
     ]
     items = "".join(f"<div class='card'><span>{html.escape(k)}</span><b>{html.escape(v)}</b>"
                     "</div>" for k, v in cards)
     return f"<div class='cards'>{items}</div>"
 
 
-def _table(results: Sequence[Mapping[str, Any]]) -> str:
+def _table(results: Sequence[TrialResult]) -> str:
     header, rows = best_cells(results)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
@@ -103,7 +103,7 @@ def _summary(study: optuna.Study) -> str:
             f"{html.escape(str(study.user_attrs.get('cost_model_version', '-')))}</p>")
 
 
-def _best_section(results: Sequence[Mapping[str, Any]], pareto: bool) -> str:
+def _best_section(results: Sequence[TrialResult], pareto: bool) -> str:
     if not results:
         return ("<h2>Best plan</h2><p class='note'>no feasible plan yet: every plan exceeds "
                 "memory or a constraint; run more trials or relax the constraints</p>")
@@ -111,11 +111,9 @@ def _best_section(results: Sequence[Mapping[str, Any]], pareto: bool) -> str:
         return (f"<h2>Pareto front: {len(results)} plans</h2><p>From the fastest to the "
                 "cheapest; no plan is both faster and cheaper than another.</p>")
     best = results[0]
-    cluster = best.get("cluster", {})
-    where = (f"{cluster.get('nodes')} x {cluster.get('gpus_per_node')} {cluster.get('gpu')} "
-             f"({cluster.get('gpus')} GPUs)")
-    return (f"<h2>Best plan</h2><p><code>{html.escape(plan_summary(best.get('plan', {})))}"
-            f"</code> on {html.escape(where)}, trial {best.get('trial')}</p>{_cards(best)}")
+    where = f"{cluster_summary(best.result.cluster)} ({best.result.cluster.gpus} GPUs)"
+    return (f"<h2>Best plan</h2><p><code>{html.escape(plan_summary(best.result.plan))}"
+            f"</code> on {html.escape(where)}, trial {best.trial}</p>{_cards(best.result)}")
 
 
 def build_report(study: optuna.Study, *, top: int = 5) -> str:

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from studies import load_study, open_storage, redact_url, storage_url
 
-from . import render
+from ..errors import TunerError
+from ..views import text as render
+from ..views.report import build_report
 from .dashboard import (
     INSTALL_HINT,
     dashboard_installed,
@@ -18,20 +19,9 @@ from .dashboard import (
     start_server,
     study_address,
 )
-from .report import build_report
+from .options import storage_option
 
 __all__ = ["dashboard", "report"]
-
-_storage_option = click.option(
-    "--storage", default=None, metavar="URL",
-    help="SQLAlchemy URL of the storage (default $TUNER_STORAGE or "
-         "sqlite:///studies/studies.db).")
-
-
-def _fail(message: str) -> None:
-    """One line on stderr and exit code 2: bad input, not a bug."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
 
 
 @click.command()
@@ -40,7 +30,7 @@ def _fail(message: str) -> None:
               help="Where to write the HTML (default NAME.html).")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(min=1),
               help="Plans to show (single objective; a Pareto front shows its plans).")
-@_storage_option
+@storage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"report": PATH} only.')
 def report(name: str, out: str | None, top: int, storage: str | None, as_json: bool) -> None:
     """An HTML report of study NAME: best plans with their breakdowns, history, Pareto front,
@@ -51,19 +41,20 @@ def report(name: str, out: str | None, top: int, storage: str | None, as_json: b
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as err:
-        _fail(f"{path}: cannot write the report ({err.strerror}); give --out a writable file")
+        raise TunerError(f"{path}: cannot write the report ({err.strerror}); give --out a "
+                         "writable file") from err
     click.echo(render.to_json({"report": str(path)}) if as_json else str(path))
 
 
 @click.command()
 @click.argument("name")
-@_storage_option
+@storage_option
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(1, 65535))
 def dashboard(name: str, storage: str | None, host: str, port: int) -> None:
     """optuna-dashboard on the storage of study NAME (needs the `dashboard` extra)."""
     if not dashboard_installed():
-        _fail(f"optuna-dashboard is not installed; {INSTALL_HINT}")
+        raise TunerError(f"optuna-dashboard is not installed; {INSTALL_HINT}")
     url = storage_url(storage)
     store = open_storage(url, heartbeat_interval_s=None, create=False)
     load_study(store, name)

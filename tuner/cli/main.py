@@ -1,5 +1,6 @@
-"""`tuner`: the command line of shared/SPEC.md. Each command parses, calls the library and
-renders; errors become one line on stderr with exit code 2 (tracebacks only with --debug)."""
+"""`tuner`: the group of shared/SPEC.md's commands, its one error path, and the two commands
+that need no storage (evaluate, catalog). Errors of the library's packages become one line on
+stderr with exit code 2 (tracebacks only with --debug)."""
 
 from __future__ import annotations
 
@@ -18,18 +19,20 @@ from search_spaces import (
     load_spec,
     model_catalog,
     model_info,
-    plan_result,
 )
 from studies import StudyError
 
-from . import commands_calibrate, commands_search, commands_worker, render
-from .commands_explain import explain
-from .commands_report import dashboard, report
-from .commands_studies import best, export, studies
+from ..errors import TunerError
+from ..views import text as render
+from . import calibrate, search, worker
+from .explain import explain
+from .options import json_option
+from .report import dashboard, report
+from .studies import best, export, studies
 
 __all__ = ["main"]
 
-_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, OSError)
+_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, TunerError, OSError)
 _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
                 IsADirectoryError: "is a directory; give a file",
                 PermissionError: "permission denied; check the file's permissions"}
@@ -68,7 +71,7 @@ def main(debug: bool) -> None:
 
 @main.command()
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@json_option
 def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     """The cost model on fixed specs: step time, memory, breakdown."""
     results = []
@@ -76,9 +79,9 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
         spec = load_spec(path)
         inputs = spec.to_cost_inputs()
         report = cost.evaluate(*inputs, efficiency=spec.efficiency())
-        results.append((spec, plan_result(*inputs, report)))
+        results.append((spec, cost.plan_result(*inputs, report)))
     if as_json:
-        payload = [r for _, r in results]
+        payload = [r.as_dict() for _, r in results]
         click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))
         return
     texts = [render.evaluation_text(s.name, r, tokens=s.training.tokens) for s, r in results]
@@ -86,7 +89,7 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@json_option
 def catalog(as_json: bool) -> None:
     """Built-in models and GPUs with their key figures."""
     models, gpus = model_catalog(), gpu_catalog()
@@ -102,10 +105,10 @@ def catalog(as_json: bool) -> None:
 main.add_command(studies)
 main.add_command(best)
 main.add_command(export)
-main.add_command(commands_search.search)
-main.add_command(commands_search.resume)
-main.add_command(commands_worker.worker)
+main.add_command(search.search)
+main.add_command(search.resume)
+main.add_command(worker.worker)
 main.add_command(report)
 main.add_command(explain)
 main.add_command(dashboard)
-main.add_command(commands_calibrate.calibrate)
+main.add_command(calibrate.calibrate)

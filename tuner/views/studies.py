@@ -1,4 +1,4 @@
-"""Text rendering of stored studies for `tuner studies` and `tuner best`; no formulas here."""
+"""Text views of stored studies for `tuner studies` and `tuner best`; no formulas here."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["best_cells", "best_text", "plan_summary", "studies_text"]
+from cost import ClusterSummary, PlanRecord
+from studies import TrialResult
+
+__all__ = ["best_cells", "best_text", "cluster_summary", "plan_summary", "studies_text"]
 
 _GIB = 2.0**30
 
@@ -28,47 +31,47 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return [line(header), *[line(r) for r in rows]]
 
 
-def plan_summary(plan: Mapping[str, Any]) -> str:
+def plan_summary(plan: PlanRecord) -> str:
     """'tp=8 pp=8 dp=1 ...': the plan's values that are not their defaults."""
-    parts = [f"tp={plan.get('tp')}", f"pp={plan.get('pp')}", f"dp={plan.get('dp')}"]
+    p = plan.as_dict()
+    parts = [f"tp={p['tp']}", f"pp={p['pp']}", f"dp={p['dp']}"]
     optional: dict[str, Any] = {"cp": 1, "virtual_stages": 1, "zero": 0, "offload": "none"}
-    parts += [f"{k}={plan[k]}" for k, default in optional.items()
-              if k in plan and plan[k] != default]
-    parts.append(f"mb={plan.get('micro_batch')}")
-    parts.append(f"recompute={plan.get('recompute')}")
-    if plan.get("sequence_parallel"):
+    parts += [f"{k}={p[k]}" for k, default in optional.items() if p[k] != default]
+    parts.append(f"mb={p['micro_batch']}")
+    parts.append(f"recompute={p['recompute']}")
+    if p["sequence_parallel"]:
         parts.append("sp")
     return " ".join(parts)
 
 
-def _cluster_summary(cluster: Mapping[str, Any]) -> str:
-    return (f"{cluster.get('nodes')}x{cluster.get('gpus_per_node')} {cluster.get('gpu')}"
-            + (" spot" if cluster.get("pricing") == "spot" else ""))
+def cluster_summary(cluster: ClusterSummary) -> str:
+    """'128x8 a100-80gb' (and ' spot' on spot servers)."""
+    return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
+            + (" spot" if cluster.pricing == "spot" else ""))
 
 
-_BEST_COLUMNS: list[tuple[str, Callable[[Mapping[str, Any]], str]]] = [
-    ("plan", lambda r: plan_summary(r.get("plan", {}))),
-    ("cluster", lambda r: _cluster_summary(r.get("cluster", {}))),
-    ("trial", lambda r: str(r.get("trial"))),
-    ("step s", lambda r: _number(r.get("step_time_s"), ".3f")),
-    ("tokens/s", lambda r: _number(r.get("tokens_per_s"), ",.0f")),
-    ("MFU %", lambda r: _number(100.0 * r.get("mfu", math.nan), ".1f")),
-    ("mem GiB", lambda r: _number(r.get("memory_per_gpu_bytes", {}).get("total", math.nan)
-                                  / _GIB, ".1f")),
-    ("$/hour", lambda r: _number(r.get("cost_per_hour_usd"), ",.0f")),
-    ("days", lambda r: _number(r.get("time_to_train_days"), ",.1f")),
-    ("$ to train", lambda r: _number(r.get("cost_to_train_usd"), ",.0f")),
+_BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
+    ("plan", lambda r: plan_summary(r.result.plan)),
+    ("cluster", lambda r: cluster_summary(r.result.cluster)),
+    ("trial", lambda r: str(r.trial)),
+    ("step s", lambda r: _number(r.result.step_time_s, ".3f")),
+    ("tokens/s", lambda r: _number(r.result.tokens_per_s, ",.0f")),
+    ("MFU %", lambda r: _number(100.0 * r.result.mfu, ".1f")),
+    ("mem GiB", lambda r: _number(r.result.memory_total_bytes / _GIB, ".1f")),
+    ("$/hour", lambda r: _number(r.result.cost_per_hour_usd, ",.0f")),
+    ("days", lambda r: _number(r.result.time_to_train_days, ",.1f")),
+    ("$ to train", lambda r: _number(r.result.cost_to_train_usd, ",.0f")),
 ]
 
 
-def best_cells(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+def best_cells(results: Sequence[TrialResult]) -> tuple[list[str], list[list[str]]]:
     """The header and one row of formatted cells per plan: plan, cluster, trial, step time,
     tokens/s, MFU, memory, price, days and USD to train (as `tuner best` shows them)."""
     header = [c for c, _ in _BEST_COLUMNS]
     return header, [[cell(r) for _, cell in _BEST_COLUMNS] for r in results]
 
 
-def best_text(name: str, results: Sequence[Mapping[str, Any]], *, pareto: bool) -> str:
+def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool) -> str:
     """One row per best plan (or per plan of the Pareto front)."""
     if not results:
         return f"{name}: no feasible plan yet; run more trials or relax the constraints"

@@ -11,22 +11,15 @@ import click
 import optuna
 
 from search_spaces import load_spec
-from studies import load_study, open_storage, storage_url, stored_spec
+from studies import best_results, load_study, open_storage, storage_url, stored_spec
 
-from . import render, render_studies
-from .samplers import SAMPLERS
-from .search import SearchOptions, continue_study, run_search, summary
+from ..engine.samplers import SAMPLERS
+from ..engine.search import SearchOptions, continue_study, run_search, summary
+from ..views import studies as studies_view
+from ..views import text as render
+from .options import heartbeat_option, json_option, storage_option
 
 __all__ = ["resume", "search"]
-
-_storage_option = click.option(
-    "--storage", default=None, metavar="URL",
-    help="SQLAlchemy URL of the storage (default $TUNER_STORAGE or "
-         "sqlite:///studies/studies.db).")
-_heartbeat_option = click.option(
-    "--heartbeat", default=10, show_default=True, type=click.IntRange(min=1), metavar="S",
-    help="Seconds between a running trial's heartbeats; a trial silent for 2x that is "
-         "failed and retried.")
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:
@@ -34,6 +27,7 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
     if as_json:
         click.echo(render.to_json(out))
         return
+    best = best_results(study, top=top)
     pareto = len(study.directions) > 1
     extra = (f", {out['evaluated']:,} plans evaluated, {out['feasible_plans']:,} feasible"
              if "evaluated" in out else "")
@@ -42,14 +36,14 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
     if not out["trials"]:
         click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
                    f"machine) or `tuner resume {out['study']}` runs them")
-    elif not out["best"]:
+    elif not best:
         click.echo("no feasible plan: every plan exceeds memory or a constraint; "
                    "`tuner export` shows how far off each was")
     elif pareto:
-        click.echo(render_studies.best_text(out["study"], out["best"], pareto=True))
+        click.echo(studies_view.best_text(out["study"], best, pareto=True))
     else:
         tokens = stored_spec(study).training.tokens
-        click.echo(render.evaluation_text(out["study"], out["best"][0], tokens=tokens))
+        click.echo(render.evaluation_text(out["study"], best[0].result, tokens=tokens))
 
 
 def _options(as_json: bool, **given: Any) -> SearchOptions:
@@ -69,9 +63,9 @@ def _options(as_json: bool, **given: Any) -> SearchOptions:
               help="Sweep the cheap knobs (micro-batch, virtual stages, recompute, sequence "
                    "parallelism, ZeRO, offload) in one vectorised call per trial.")
 @click.option("--top", default=1, show_default=True, type=click.IntRange(min=1))
-@_storage_option
-@_heartbeat_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@storage_option
+@heartbeat_option
+@json_option
 def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | None,
            timeout: float | None, sweep_inner: bool, top: int, storage: str | None,
            heartbeat: int, as_json: bool) -> None:
@@ -89,9 +83,9 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
 @click.argument("name")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S")
 @click.option("--top", default=1, show_default=True, type=click.IntRange(min=1))
-@_storage_option
-@_heartbeat_option
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@storage_option
+@heartbeat_option
+@json_option
 def resume(name: str, timeout: float | None, top: int, storage: str | None, heartbeat: int,
            as_json: bool) -> None:
     """Continue an interrupted study to its trial target (its stored spec)."""

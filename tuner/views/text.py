@@ -1,4 +1,4 @@
-"""Text and JSON rendering of results for the command line; no formulas here."""
+"""Text and JSON views of one result and of the catalog; no formulas here."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cost import GPUSpec, ModelSpec, parameter_count
+from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult, parameter_count
 
-__all__ = ["catalog_json", "catalog_text", "evaluation_text", "to_json"]
+__all__ = ["catalog_json", "catalog_text", "evaluation_text", "plan_line", "to_json",
+           "unit_label"]
 
 _GIB = 2.0**30
 
@@ -30,32 +31,33 @@ def to_json(value: Any) -> str:
     return json.dumps(_finite(value), indent=2, allow_nan=False)
 
 
-def _plan_line(plan: Mapping[str, Any]) -> str:
-    sync = plan.get("sync", "auto")
-    servers = f" parameter_servers={plan.get('parameter_servers', 1)}" \
-        if sync == "parameter_server" else ""
-    return (f"tp={plan['tp']} pp={plan['pp']} dp={plan['dp']} cp={plan['cp']} "
-            f"virtual_stages={plan['virtual_stages']} micro_batch={plan['micro_batch']} "
-            f"recompute={plan['recompute']} "
-            f"sequence_parallel={str(plan['sequence_parallel']).lower()} "
-            f"zero={plan['zero']} offload={plan['offload']} sync={sync}{servers}")
+def plan_line(plan: PlanRecord) -> str:
+    """Every knob of a plan: 'tp=8 pp=8 dp=16 cp=1 ... sync=auto'."""
+    p = plan.as_dict()
+    servers = f" parameter_servers={p['parameter_servers']}" \
+        if p["sync"] == "parameter_server" else ""
+    return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} "
+            f"virtual_stages={p['virtual_stages']} micro_batch={p['micro_batch']} "
+            f"recompute={p['recompute']} "
+            f"sequence_parallel={str(p['sequence_parallel']).lower()} "
+            f"zero={p['zero']} offload={p['offload']} sync={p['sync']}{servers}")
 
 
-def _time_rows(result: Mapping[str, Any]) -> list[str]:
-    parts, total = result["time_breakdown_s"], result["step_time_s"]
+def _time_rows(result: PlanResult) -> list[str]:
+    total = result.step_time_s
     rows = []
-    for name, seconds in parts.items():
+    for name, seconds in result.time_breakdown_s.items():
         share = 100.0 * seconds / total if total > 0 else 0.0
-        mark = "  <- dominant" if name == result["dominant"] else ""
+        mark = "  <- dominant" if name == result.dominant else ""
         rows.append(f"    {name:<12} {seconds:10.3f} s  {share:5.1f} %{mark}")
     return rows
 
 
-def _memory_rows(result: Mapping[str, Any]) -> list[str]:
-    memory = result["memory_per_gpu_bytes"]
+def _memory_rows(result: PlanResult) -> list[str]:
+    memory = result.memory_per_gpu_bytes
     rows = [f"    {name:<12} {value / _GIB:8.1f} GiB" for name, value in memory.items()
             if name not in ("total", "expansion")]
-    usable = result["hbm_usable_bytes"]
+    usable = result.hbm_usable_bytes
     rows.append(f"    {'total':<12} {memory['total'] / _GIB:8.1f} GiB of {usable / _GIB:.1f} GiB "
                 "usable HBM")
     if memory.get("expansion", 0.0) > 0:
@@ -63,42 +65,46 @@ def _memory_rows(result: Mapping[str, Any]) -> list[str]:
     return rows
 
 
-def _headline_rows(result: Mapping[str, Any]) -> list[str]:
+def unit_label(result: PlanResult) -> str:
+    """'samples/s' for a layers model, else 'tokens/s'."""
+    return "samples/s" if result.workload == "layers" else "tokens/s"
+
+
+def _headline_rows(result: PlanResult) -> list[str]:
     return [
-        f"  step time         {result['step_time_s']:.3f} s",
-        f"  {'samples/s' if result.get('workload') == 'layers' else 'tokens/s':<18}"
-        f"{result['tokens_per_s']:,.0f}",
-        f"  MFU               {100.0 * result['mfu']:.1f} %",
-        f"  model TFLOP/s/GPU {result['model_flops_per_gpu'] / 1e12:.1f}",
+        f"  step time         {result.step_time_s:.3f} s",
+        f"  {unit_label(result):<18}{result.tokens_per_s:,.0f}",
+        f"  MFU               {100.0 * result.mfu:.1f} %",
+        f"  model TFLOP/s/GPU {result.model_flops_per_gpu / 1e12:.1f}",
     ]
 
 
-def _price_rows(result: Mapping[str, Any], tokens: float) -> list[str]:
-    rows = [f"  cost per hour     ${result['cost_per_hour_usd']:,.2f}"]
+def _price_rows(result: PlanResult, tokens: float) -> list[str]:
+    rows = [f"  cost per hour     ${result.cost_per_hour_usd:,.2f}"]
     if tokens > 0:
-        rows.append(f"  time to train     {result['time_to_train_days']:,.1f} days "
+        rows.append(f"  time to train     {result.time_to_train_days:,.1f} days "
                     f"({tokens:.3g} tokens)")
-        rows.append(f"  cost to train     ${result['cost_to_train_usd']:,.0f}")
+        rows.append(f"  cost to train     ${result.cost_to_train_usd:,.0f}")
     return rows
 
 
-def evaluation_text(name: str, result: Mapping[str, Any], *, tokens: float) -> str:
+def evaluation_text(name: str, result: PlanResult, *, tokens: float) -> str:
     """A readable report of one evaluated plan (`tuner evaluate`)."""
-    c = result["cluster"]
-    status = "feasible" if result["feasible"] else "NOT feasible"
+    c = result.cluster
+    status = "feasible" if result.feasible else "NOT feasible"
     lines = [
         f"{name}",
-        f"  model             {result['model']}",
-        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} "
-        f"({c['gpus']} GPUs, {c['pricing']})",
-        f"  plan              {_plan_line(result['plan'])}",
+        f"  model             {result.model}",
+        f"  cluster           {c.nodes} x {c.gpus_per_node} {c.gpu} "
+        f"({c.gpus} GPUs, {c.pricing})",
+        f"  plan              {plan_line(result.plan)}",
         *_headline_rows(result),
         "  time per step",
         *_time_rows(result),
         "  memory per GPU",
         *_memory_rows(result),
         f"  {status}",
-        *[f"    - {v}" for v in result["violations"]],
+        *[f"    - {v}" for v in result.violations],
         *_price_rows(result, tokens),
     ]
     return "\n".join(lines)

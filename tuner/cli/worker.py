@@ -9,25 +9,21 @@ import click
 
 from studies import load_study, open_storage, storage_url, stored_spec, target_trials
 
-from . import render
-from .samplers import make_sampler
-from .search import SearchOptions, continue_study, summary
+from ..engine.samplers import make_sampler
+from ..engine.search import SearchOptions, continue_study, summary
+from ..views import text as render
+from .options import heartbeat_option, json_option, storage_option
 
 __all__ = ["worker"]
 
 
 @click.command()
 @click.argument("name")
-@click.option("--storage", default=None, metavar="URL",
-              help="The study's storage: a SQLAlchemy URL (PostgreSQL for many machines), "
-                   "or journal:///PATH.log on a shared file system (default $TUNER_STORAGE "
-                   "or sqlite:///studies/studies.db).")
-@click.option("--heartbeat", default=10, show_default=True, type=click.IntRange(min=1),
-              metavar="S", help="Seconds between a running trial's heartbeats (RDB storages); "
-                                "a trial silent for 2x that is failed and retried.")
+@storage_option
+@heartbeat_option
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S",
               help="Stop after S seconds even if the target is not reached.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@json_option
 def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None,
            as_json: bool) -> None:
     """Join study NAME (made by `tuner search`) and run trials until it has its target."""

@@ -14,14 +14,17 @@ from optuna.trial import TrialState
 
 from search_spaces import Space, SpecError, StudySpec
 from studies import (
-    JOURNAL_UNSTAMPED_S,
+    RecoveryCallback,
     best_results,
+    complete_count,
     create_or_continue,
+    finished_under_us,
     recover_stale_trials,
     set_target_trials,
+    settle,
     stored_spec,
     target_trials,
-    waiting_retries,
+    to_run,
 )
 
 from .exhaustive import sweep, write_sweep
@@ -33,10 +36,6 @@ from .warm_start import warm_start_params
 __all__ = ["SearchOptions", "continue_study", "run_search", "summary"]
 
 _STALLED_PASSES = 20  # passes in a row that complete nothing: the space has no valid plan
-RECOVERY_EVERY_S = 5.0
-"""Seconds between a worker's checks for trials of dead workers while it runs."""
-SETTLE_JOURNAL_S = JOURNAL_UNSTAMPED_S + 5.0
-SETTLE_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ def run_search(spec: StudySpec, spec_text: str, storage: optuna.storages.BaseSto
     if name == "exhaustive":
         write_sweep(study, space, sweep(space))
         return study
-    done = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+    done = complete_count(study)
     if done:
         set_target_trials(study, done + trials)
     _optimize(study, space, options)
@@ -90,23 +89,6 @@ def continue_study(study: optuna.Study, options: SearchOptions) -> optuna.Study:
 
 _LOG = logging.getLogger(__name__)
 _FINISHED_UNDER_US = (optuna.exceptions.UpdateFinishedTrialError, ValueError)
-
-
-def _finished_under_us(err: Exception) -> bool:
-    """True for the errors of a worker whose running trial another worker failed: updating
-    it (UpdateFinishedTrialError) or telling its result ("Cannot tell a FAIL trial")."""
-    return isinstance(err, optuna.exceptions.UpdateFinishedTrialError) \
-        or str(err).startswith("Cannot tell a ")
-
-
-def _complete(study: optuna.Study) -> int:
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
-
-
-def _to_run(study: optuna.Study, target: int) -> int:
-    """Trials this worker should still start: the shortfall to the target, or the retries of
-    dead workers' trials that wait in the queue (each replaces a trial that was in flight)."""
-    return max(target - _complete(study), waiting_retries(study))
 
 
 def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None:
@@ -125,78 +107,39 @@ def _optimize(study: optuna.Study, space: Space, options: SearchOptions) -> None
         for params in warm_start_params(space, objective.knobs)[:target]:
             study.enqueue_trial(params, skip_if_exists=True)
     callbacks: list[Callable[[optuna.Study, optuna.trial.FrozenTrial], None]] = [
-        MaxTrialsCallback(target, states=(TrialState.COMPLETE,)), _Recovery(target)]
+        MaxTrialsCallback(target, states=(TrialState.COMPLETE,)), RecoveryCallback(target)]
     deadline = None if options.timeout is None else time.monotonic() + options.timeout
     stalled = 0
     while stalled < _STALLED_PASSES:
-        if (todo := _to_run(study, target)) <= 0:
-            _settle(study, target)
-            if _to_run(study, target) <= 0:
+        if (todo := to_run(study, target)) <= 0:
+            settle(study, target)
+            if to_run(study, target) <= 0:
                 return
             continue
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             return
-        before = _complete(study)
+        before = complete_count(study)
         try:
             study.optimize(objective, n_trials=todo, timeout=left, callbacks=callbacks,
                            show_progress_bar=options.progress and stalled == 0)
         except _FINISHED_UNDER_US as err:
-            if not _finished_under_us(err):
+            if not finished_under_us(err):
                 raise
             _LOG.warning("a trial of this worker was failed by another one that took it "
                          "for dead (a stall longer than the grace period); continuing")
-        stalled = stalled + 1 if _complete(study) == before else 0
-    if _complete(study) == 0:
+        stalled = stalled + 1 if complete_count(study) == before else 0
+    if complete_count(study) == 0:
         raise SpecError("no plan of this space is structurally valid (every trial was "
                         "pruned); widen the plan choices", file=space.spec.file, field="plan")
-
-
-class _Recovery:
-    """A callback failing (and retrying, as far as the target needs) the trials of dead
-    workers at most every RECOVERY_EVERY_S; RDB storages also check heartbeats before each
-    trial."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self.last = time.monotonic()
-
-    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        if time.monotonic() - self.last >= RECOVERY_EVERY_S:
-            self.last = time.monotonic()
-            recover_stale_trials(study, target=self.target)
-
-
-def _settle_s(study: optuna.Study) -> float:
-    """How long a finished worker waits for other running trials: a heartbeat grace period
-    and one more beat (RDB), or a little more than JOURNAL_UNSTAMPED_S (journal: dead local
-    workers are known at once, or once their unnamed trial is that old; remote ones only
-    after JOURNAL_STALE_S). It ends as soon as no trial runs."""
-    storage = getattr(study._storage, "_backend", study._storage)
-    interval = getattr(storage, "heartbeat_interval", None)
-    if not interval:
-        return SETTLE_JOURNAL_S
-    return float((getattr(storage, "grace_period", None) or 2 * interval) + interval + 1)
-
-
-def _settle(study: optuna.Study, target: int) -> None:
-    """Wait up to _settle_s for the running trials of other workers, failing the stale ones
-    (and retrying those the target needs); stop early when the study falls short."""
-    deadline = time.monotonic() + _settle_s(study)
-    while True:
-        recover_stale_trials(study, target=target)
-        running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        if not running or time.monotonic() > deadline or _to_run(study, target) > 0:
-            return
-        time.sleep(SETTLE_POLL_S)
 
 
 def summary(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
     """The `tuner search --json` object of shared/SPEC.md."""
     out: dict[str, Any] = {
         "study": study.study_name,
-        "trials": len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))),
-        "best": best_results(study, top=top),
+        "trials": complete_count(study),
+        "best": [r.as_dict() for r in best_results(study, top=top)],
     }
     for key in ("evaluated", "feasible_plans"):
         if key in study.user_attrs:

@@ -6,16 +6,17 @@ import click
 
 from search_spaces import load_spec
 
-from . import render
-from .explain import explain as explain_plan
-from .render_explain import explain_text
+from ..engine.explain import explain as explain_plan
+from ..views import text as render
+from ..views.explain import explain_text
+from .options import json_option
 
 __all__ = ["explain"]
 
 
 @click.command()
 @click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON only, on stdout.")
+@json_option
 def explain(spec_path: str, as_json: bool) -> None:
     """Which term dominates a fixed plan's step time, whether it fits in HBM, and the step
     time with 2x scale-out bandwidth, 2x HBM bandwidth, and 1.5x HBM capacity."""

@@ -1,0 +1,122 @@
+"""One optimizer step of any workload: its micro-batches on the slowest pipeline stage, the
+pipeline bubble and sends, the data-parallel reduction by ZeRO stage and sync algorithm, the
+optimizer and offload traffic (cost.workload says what a micro-batch costs)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .breakdown import StepTime
+from .collectives import all_gather_s, group_link, p2p_s, reduce_scatter_s
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .inputs import Array, ClusterSpec
+from .kernels import memory_bound_s
+from .overlap import exposed_s
+from .sync import asynchronous_parameter_server_s, gradient_sync_s
+from .workload import Footprint, StageCost, Workload
+
+__all__ = ["pipeline_bubble_s", "step_time"]
+
+PARAMETER_SERVER = 4.0
+"""The code of `sync: parameter_server` (cost.codec.Sync)."""
+
+
+def pipeline_bubble_s(stages: Array, virtual_stages: Array, micro_batch_s: Array) -> Array:
+    """Idle time per step of one stage under (interleaved) 1F1B:
+    (p - 1) / v x t_mb (Narayanan et al., SC'21, sec. 2.2)."""
+    return (stages - 1.0) / virtual_stages * micro_batch_s
+
+
+def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: Footprint,
+              d: Degrees, eff: Efficiency) -> StepTime:
+    """The micro-batches of a step on the slowest stage, its bubble and sends, and what the
+    data-parallel replicas and the optimizer add."""
+    m = d.micro_batches
+    dp_comm = _dp_comm_s(cluster, held, d, eff, forward_s=stage.forward_s,
+                         backward_s=stage.backward_s)
+    if workload.asynchronous_parameter_servers:
+        pushed = sum((g.params * held.state.gradient for g in held.groups), start=np.float64(0))
+        servers = asynchronous_parameter_server_s(pushed, d, cluster, eff,
+                                                  compute_s=m * stage.compute_s)
+        dp_comm = np.where(d.sync == PARAMETER_SERVER, servers, dp_comm)
+    optimizer, offload = _optimizer_and_offload_s(cluster, held, d, eff,
+                                                  micro_batch_s=stage.compute_s)
+    return StepTime(
+        compute_s=m * stage.compute_s, recompute_s=m * stage.recompute_s,
+        tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,
+        pp_comm_s=_pp_comm_s(cluster, stage, d, eff),
+        pp_bubble_s=pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s),
+        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload)
+
+
+def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficiency) -> Array:
+    """Activation and gradient sends between stages: 2 per micro-batch and chunk plus the
+    fill (scatter-gather, Narayanan et al. SC'21, sec. 4.1), over the link between stages."""
+    link = group_link(cluster, stride=d.tp * d.cp * d.dp, size=d.pp,
+                      fraction=eff.network_fraction)
+    send = p2p_s(stage.send_bytes, link.bandwidth_bytes_per_s, link.latency_s)
+    sends = 2.0 * (d.micro_batches * d.vs + d.pp - 1.0)
+    return np.where(d.pp > 1, sends * send, 0.0)
+
+
+def _dp_comm_s(cluster: ClusterSpec, held: Footprint, d: Degrees, eff: Efficiency, *,
+               forward_s: Array, backward_s: Array) -> Array:
+    """Exposed gradient reduction of each parameter group over its replicas.
+
+    ZeRO 0: one all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
+    reduce-scatter of gradients and all-gather of weights per step (Megatron's distributed
+    optimizer); 2: the reduce-scatter every micro-batch; 3: also two weight all-gathers every
+    micro-batch (Rajbhandari et al. SC'20, sec. 7). Bucketed reductions hide behind
+    `dp_overlap` of the backward pass they follow (per step: the last micro-batch's), weight
+    gathers behind that share of the forward pass they precede (cost.overlap)."""
+    total: Array = np.float64(0.0)
+    for group in held.groups:
+        link = group_link(cluster, stride=group.stride, size=group.replicas,
+                          fraction=eff.network_fraction)
+        n, bw, lat = group.replicas, link.bandwidth_bytes_per_s, link.latency_s
+        scatter = reduce_scatter_s(group.params * held.state.gradient, n, bw, lat)
+        gather = all_gather_s(group.params * held.state.weight, n, bw, lat)
+        allreduce = gradient_sync_s(group.params * held.state.gradient, n=n,
+                                    stride=group.stride, cluster=cluster, sync=d.sync,
+                                    servers=d.parameter_servers, eff=eff)
+
+        def hidden(comm: Array, window: Array) -> Array:
+            return exposed_s(comm, window, slowdown=eff.overlap_slowdown,
+                             window_share=eff.dp_overlap)
+
+        per_step = np.where(d.zero >= 1,
+                            hidden(scatter, backward_s) + hidden(gather, forward_s),
+                            hidden(allreduce, backward_s))
+        per_step = np.where(d.zero >= 2, hidden(gather, forward_s), per_step)
+        per_step = np.where(d.zero >= 3, 0.0, per_step)  # the next forward gathers anyway
+        per_mb_traffic = (np.where(d.zero >= 3, 2.0 * gather, 0.0)
+                          + np.where(d.zero >= 2, scatter, 0.0))
+        window = np.where(d.zero >= 3, forward_s + backward_s, backward_s)
+        total = total + per_step + d.micro_batches * hidden(per_mb_traffic, window)
+    return total
+
+
+def _optimizer_and_offload_s(cluster: ClusterSpec, held: Footprint, d: Degrees,
+                             eff: Efficiency, *, micro_batch_s: Array) -> tuple[Array, Array]:
+    """Adam on the local shard, memory-bound in HBM; offloaded, its state streams over the
+    expansion link (read and write, with gradients in and weights out: ZeRO-Offload); offloaded
+    weights stream in twice per micro-batch, prefetched behind its compute (ZeRO-Infinity)."""
+    state = held.state
+    link_bw = np.maximum(np.asarray(cluster.expansion_bandwidth_bytes_per_s, dtype=float), 1.0)
+    in_hbm: Array = np.float64(0.0)
+    state_bytes: Array = np.float64(0.0)
+    weight_bytes: Array = np.float64(0.0)
+    for group in held.groups:
+        local = group.params / np.where(d.zero >= 1, group.replicas, 1.0)
+        in_hbm = in_hbm + memory_bound_s(local * eff.optimizer_bytes_per_param,
+                                         hbm_bytes_per_s=cluster.gpu.hbm_bandwidth_bytes_per_s,
+                                         eff=eff)
+        state_bytes = state_bytes + local * (2.0 * state.optimizer + state.gradient
+                                             + state.weight)
+        weight_bytes = weight_bytes + group.params * state.weight / np.where(
+            d.zero >= 3, group.replicas, 1.0)
+    stream = np.maximum(2.0 * weight_bytes / link_bw - micro_batch_s, 0.0) * d.micro_batches
+    optimizer = np.where(d.offload >= 1, 0.0, in_hbm)
+    offload = np.where(d.offload >= 1, state_bytes / link_bw, 0.0)
+    return optimizer, offload + np.where(d.offload >= 2, stream, 0.0)

@@ -1,0 +1,145 @@
+"""The decoder-only transformer (GPT/Llama style) as a workload (cost.workload.Workload).
+
+Its time per micro-batch is in cost.transformer_time, its memory in cost.transformer_memory;
+what it adds to the structural rules is here: tensor parallelism divides the attention heads,
+pipeline chunks divide the layers (or the layers plus the embedding and the loss), context
+parallelism divides the sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from . import transformer_memory, transformer_time
+from .codec import PLAN_KNOBS
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .flops import model_flops_per_token, parameter_count
+from .inputs import Array, ClusterSpec, TrainingSpec, Value
+from .precision import element_bytes
+from .workload import Footprint, Rule, StageCost
+
+__all__ = ["ModelSpec", "embedding_and_loss_split"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelSpec:
+    """A decoder-only transformer (GPT/Llama style), per shared/SPEC.md `model`."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    seq_len: int
+    kv_heads: int = 0  # 0: same as heads
+    ffn_hidden: int = 0  # 0: 4 * hidden
+    gated_mlp: bool = False
+    tied_embeddings: bool = False
+
+    kind: ClassVar[str] = "transformer"
+    unit: ClassVar[str] = "tokens"
+    knobs: ClassVar[frozenset[str]] = frozenset(PLAN_KNOBS)
+    asynchronous_parameter_servers: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if self.kv_heads == 0:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if self.ffn_hidden == 0:
+            object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def kv_hidden(self) -> int:
+        """Width of the K (or V) projection: kv_heads * head_dim."""
+        return self.kv_heads * self.head_dim
+
+    def describe(self) -> str:
+        return f"{self.name}: heads={self.heads}, layers={self.layers}, seq_len={self.seq_len}"
+
+    def memory_fix(self) -> str:
+        return "raise tp/pp, recompute or zero"
+
+    def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
+        return transformer_rules(self)
+
+    def stage_cost(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                   eff: Efficiency) -> StageCost:
+        return transformer_time.stage_cost(self, cluster, training, d, eff)
+
+    def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                  eff: Efficiency) -> Footprint:
+        return transformer_memory.footprint(self, training, d, eff)
+
+    def units_per_step(self, training: TrainingSpec) -> float:
+        return float(training.global_batch * self.seq_len)
+
+    def model_flops_per_step(self, training: TrainingSpec) -> float:
+        return model_flops_per_token(self) * self.units_per_step(training)
+
+    def checkpoint_bytes(self, training: TrainingSpec) -> float:
+        """Weights and the optimizer state (fp32 master copy and two Adam moments) of every
+        parameter, as Megatron-LM and DeepSpeed save them."""
+        sizes = element_bytes(training.precision)
+        return float(parameter_count(self)) * (sizes["weight"] + sizes["optimizer"])
+
+
+def embedding_and_loss_split(layers: int, pp: Value, vs: Value) -> Array:
+    """1.0 where the pipeline counts the embedding and the loss as one layer each: pp·v does
+    not divide the layers but divides layers + 2 into chunks of two or more, so the first and
+    the last stage each take one transformer layer fewer and keep at least one
+    (Megatron-Core's --account-for-embedding-in-pipeline-split and
+    --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's 70
+    on 12)."""
+    chunks = np.maximum(np.multiply(pp, vs), 1.0)
+    even = np.isclose(np.mod(layers, chunks), 0.0)
+    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0) & (2.0 * chunks <= layers + 2.0)
+    return np.where(~even & plus_two & (np.asarray(pp) > 1), 1.0, 0.0)
+
+
+def _divides(d: Value, n: Value) -> Array:
+    return np.isclose(np.mod(n, np.maximum(d, 1.0)), 0.0)
+
+
+def transformer_rules(model: ModelSpec) -> tuple[Rule, ...]:
+    """tp divides the heads (query and key/value), pp·virtual_stages the layers or the layers
+    plus two, cp the sequence."""
+    from .validity import passing_values
+
+    def heads(d: Degrees) -> Array:
+        return ~(_divides(d.tp, model.heads) & _divides(d.tp, model.kv_heads))
+
+    def layers(d: Degrees) -> Array:
+        split = embedding_and_loss_split(model.layers, d.pp, d.vs)
+        return ~(_divides(d.pp * d.vs, model.layers) | (split > 0))
+
+    def seq(d: Degrees) -> Array:
+        return ~_divides(d.cp, model.seq_len)
+
+    def heads_text(d: Degrees) -> str:
+        return (f"tp={_one(d.tp):g} does not divide heads={model.heads} and "
+                f"kv_heads={model.kv_heads}; choose one of "
+                f"{passing_values(heads, d, 'tp', range(1, model.heads + 1))}")
+
+    def layers_text(d: Degrees) -> str:
+        return (f"pp·virtual_stages = {_one(d.pp) * _one(d.vs):g} divides neither "
+                f"layers={model.layers} nor layers + 2 (embedding and loss counted as "
+                f"layers); choose pp from "
+                f"{passing_values(layers, d, 'pp', range(1, model.layers + 3), vs=1.0)}")
+
+    def seq_text(d: Degrees) -> str:
+        return f"cp={_one(d.cp):g} does not divide seq_len={model.seq_len}; choose a divisor"
+
+    return (Rule("tp_heads", ("tp",), heads, heads_text),
+            Rule("layers", ("pp", "virtual_stages"), layers, layers_text),
+            Rule("cp_seq", ("cp",), seq, seq_text))
+
+
+def _one(value: Array) -> float:
+    return float(np.ravel(value)[0])

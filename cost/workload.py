@@ -1,0 +1,139 @@
+"""The workload protocol: what the step-time, memory and price code asks of a model.
+
+A workload (a decoder-only transformer, a network given by its layers, ...) says what one
+micro-batch costs on the slowest pipeline stage (StageCost), what one GPU holds (Footprint),
+which plan knobs apply to it and which structural rules it adds (Rule). The pipeline schedule,
+the data-parallel reduction, ZeRO, offload, the optimizer, feasibility and price are the same
+for every workload (cost.schedule, cost.memory, cost.evaluate): adding a workload kind means
+adding one module that implements `Workload`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .inputs import Array, ClusterSpec, TrainingSpec
+
+__all__ = ["Footprint", "ParamGroup", "Rule", "StageCost", "StateBytes", "Workload"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParamGroup:
+    """Parameters one GPU holds that share one data-parallel replica group: `replicas` ranks
+    spaced `stride` apart (Megatron rank order) hold copies and reduce their gradients."""
+
+    params: Array
+    replicas: Array
+    stride: Array
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StateBytes:
+    """Bytes per parameter of the model states: weights, gradients, optimizer state."""
+
+    weight: float
+    gradient: float
+    optimizer: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StageCost:
+    """One micro-batch on the slowest pipeline stage, seconds by part (exposed time), and what
+    the pipeline schedule and the data-parallel reduction need to know of it."""
+
+    compute_s: Array  # forward and backward, the stage's end work (embedding, loss) included
+    recompute_s: Array  # forward work redone in the backward pass
+    tp_comm_s: Array  # exposed tensor-parallel collectives
+    cp_comm_s: Array  # exposed context-parallel exchange
+    forward_s: Array  # the forward pass that data-parallel weight gathers hide behind
+    backward_s: Array  # the backward pass that gradient reductions hide behind
+    bubble_unit_s: Array  # the time per micro-batch that sizes the pipeline bubble
+    send_bytes: Array  # what one pipeline send between stages carries
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Footprint:
+    """What one GPU of the fullest stage holds: its parameters by replica group, the bytes per
+    parameter of their states, the parameters kept in HBM when weights are offloaded, and the
+    activations and transient buffers of the schedule (bytes)."""
+
+    groups: tuple[ParamGroup, ...]
+    state: StateBytes
+    resident_params: Array
+    activations_bytes: Array
+    buffers_bytes: Array
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A structural rule: `broken` is True where a plan breaks it (any shape of Degrees);
+    `message` says, for one plan, the value, the rule and what to change. `knobs` are the plan
+    knobs the rule reads ("gpus" for the cluster's size), so that the values a search space
+    offers can be derived from it (cost.validity.allowed_values)."""
+
+    name: str
+    knobs: tuple[str, ...]
+    broken: Callable[[Degrees], Array]
+    message: Callable[[Degrees], str]
+
+
+@runtime_checkable
+class Workload(Protocol):
+    """What the cost model asks of a model; see the module's docstring."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str:
+        """"transformer", "layers", ...: the `workload` of a result."""
+        ...
+
+    @property
+    def unit(self) -> str:
+        """What a step trains: "tokens" or "samples"."""
+        ...
+
+    @property
+    def knobs(self) -> frozenset[str]:
+        """The plan knobs that apply; the others must keep their defaults."""
+        ...
+
+    @property
+    def asynchronous_parameter_servers(self) -> bool:
+        """True where `sync: parameter_server` runs asynchronously (TensorFlow's)."""
+        ...
+
+    def describe(self) -> str:
+        """The figures a plan must fit, for messages: 'heads=96, layers=96, seq_len=2048'."""
+        ...
+
+    def memory_fix(self) -> str:
+        """What to change when a plan does not fit in HBM."""
+        ...
+
+    def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
+        """The structural rules of this workload beyond the common ones (cost.validity)."""
+        ...
+
+    def stage_cost(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                   eff: Efficiency) -> StageCost: ...
+
+    def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                  eff: Efficiency) -> Footprint: ...
+
+    def units_per_step(self, training: TrainingSpec) -> float:
+        """Tokens (or samples) trained per optimizer step."""
+        ...
+
+    def model_flops_per_step(self, training: TrainingSpec) -> float:
+        """Model FLOPs of one step (forward and backward, no recompute)."""
+        ...
+
+    def checkpoint_bytes(self, training: TrainingSpec) -> float:
+        """Bytes of a full checkpoint (weights and optimizer state)."""
+        ...

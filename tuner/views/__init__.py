@@ -1,0 +1,1 @@
+"""What the commands show: text tables, JSON and the HTML report; no formulas here."""
