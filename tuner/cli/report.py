@@ -19,7 +19,7 @@ from .dashboard import (
     start_server,
     study_address,
 )
-from .options import storage_option
+from .options import storage_option, top_option
 
 __all__ = ["dashboard", "report"]
 
@@ -28,8 +28,7 @@ __all__ = ["dashboard", "report"]
 @click.argument("name")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Where to write the HTML (default NAME.html).")
-@click.option("--top", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Plans to show (single objective; a Pareto front shows its plans).")
+@top_option(5)
 @storage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"report": PATH} only.')
 def report(name: str, out: str | None, top: int, storage: str | None, as_json: bool) -> None:

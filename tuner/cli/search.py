@@ -17,7 +17,7 @@ from ..engine.samplers import SAMPLERS
 from ..engine.search import SearchOptions, continue_study, run_search, summary
 from ..views import studies as studies_view
 from ..views import text as render
-from .options import heartbeat_option, json_option, storage_option
+from .options import heartbeat_option, json_option, storage_option, timeout_option, top_option
 
 __all__ = ["resume", "search"]
 
@@ -57,12 +57,11 @@ def _options(as_json: bool, **given: Any) -> SearchOptions:
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Override search.trials (trials to add).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Override search.seed.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S",
-              help="Override search.timeout (seconds).")
+@timeout_option
 @click.option("--sweep/--no-sweep", "sweep_inner", default=True, show_default=True,
               help="Sweep the cheap knobs (micro-batch, virtual stages, recompute, sequence "
                    "parallelism, ZeRO, offload) in one vectorised call per trial.")
-@click.option("--top", default=1, show_default=True, type=click.IntRange(min=1))
+@top_option()
 @storage_option
 @heartbeat_option
 @json_option
@@ -81,8 +80,8 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
 
 @click.command()
 @click.argument("name")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S")
-@click.option("--top", default=1, show_default=True, type=click.IntRange(min=1))
+@timeout_option
+@top_option()
 @storage_option
 @heartbeat_option
 @json_option

@@ -19,7 +19,7 @@ from studies import (
 
 from ..views import studies as studies_view
 from ..views import text as render
-from .options import json_option, storage_option
+from .options import json_option, storage_option, top_option
 
 __all__ = ["best", "export", "studies"]
 
@@ -44,8 +44,7 @@ def studies(storage: str | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("name")
-@click.option("--top", default=1, show_default=True, type=click.IntRange(min=1),
-              help="How many distinct plans to show (single objective).")
+@top_option()
 @storage_option
 @json_option
 def best(name: str, top: int, storage: str | None, as_json: bool) -> None:

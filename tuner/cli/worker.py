@@ -12,7 +12,7 @@ from studies import load_study, open_storage, storage_url, stored_spec, target_t
 from ..engine.samplers import make_sampler
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
-from .options import heartbeat_option, json_option, storage_option
+from .options import heartbeat_option, json_option, storage_option, timeout_option
 
 __all__ = ["worker"]
 
@@ -21,8 +21,7 @@ __all__ = ["worker"]
 @click.argument("name")
 @storage_option
 @heartbeat_option
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="S",
-              help="Stop after S seconds even if the target is not reached.")
+@timeout_option
 @json_option
 def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None,
            as_json: bool) -> None:
