@@ -39,6 +39,7 @@ class StepTime:
     dp_comm_s: Array
     optimizer_s: Array
     offload_s: Array
+    launch_s: Array  # the GPU waiting for the host to launch kernels (small micro-batches)
 
     @property
     def total_s(self) -> Array:
@@ -103,7 +104,8 @@ class CostReport:
     price: Price
     gpus: Array
     units_per_step: float  # tokens (or samples, for a layers model) trained per step
-    model_flops_per_step: float
+    model_flops_per_step: float  # attention as computed (causal)
+    palm_flops_per_step: float  # PaLM's count (all scores)
     peak_flops_per_s: float
     hbm_usable_bytes: Array
     expansion_capacity_bytes: Array
@@ -126,7 +128,13 @@ class CostReport:
 
     @property
     def mfu(self) -> Array:
+        """Model FLOP/s per GPU over the dense peak, attention as computed."""
         return self.model_flops_per_gpu / self.peak_flops_per_s
+
+    @property
+    def mfu_palm(self) -> Array:
+        """MFU in PaLM's convention (Chowdhery et al. 2022, appendix B)."""
+        return self.palm_flops_per_step / (self.step_time_s * self.gpus) / self.peak_flops_per_s
 
     @property
     def feasible(self) -> Array:

@@ -68,17 +68,23 @@ class Link:
 def group_link(cluster: ClusterSpec, *, stride: Value, size: Value, fraction: float) -> Link:
     """The link a group of `size` ranks spaced `stride` apart (Megatron rank order) crosses.
 
-    Inside one scale-up domain (NVLink) the group runs at scale-up speed. Across domains each
-    rank drives its own NIC; the k members of a group sharing a node share the node's k NICs,
-    so a ring's inter-node hop carries k·scale_out (NCCL uses one channel per NIC), never more
-    than the scale-up link feeding it. `fraction` is the achievable share of the link rate."""
+    Inside one scale-up domain (NVLink: an HGX node, or a whole NVL72 rack) the group runs at
+    scale-up speed, when every such group lies inside a domain: its span (stride·size) divides
+    the domain, or the job fits in one (a span of 16 on a 72-GPU rack straddles two racks for
+    some groups, and the slowest group sets the pace). Across domains each rank drives a NIC;
+    the k members of a group in one domain share the domain's NICs through the scale-up
+    fabric (NCCL's PXN), so a ring's inter-domain hop carries k·scale_out (one channel per
+    NIC), never more than the scale-up link feeding it. `fraction` is the achievable share of
+    the link rate."""
     domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
-    per_node = np.asarray(cluster.gpus_per_node, dtype=np.float64)
     up_bw = np.asarray(cluster.scale_up_bandwidth_bytes_per_s, dtype=np.float64)
     out_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64)
-    inside = stride * size <= domain
-    members_per_node = np.clip(per_node / stride, 1.0, size)
-    crossing_bw = np.minimum(up_bw, members_per_node * out_bw)
+    span = stride * size
+    aligned = np.isclose(np.mod(domain, np.maximum(span, 1.0)), 0.0) | (
+        np.asarray(cluster.gpus, dtype=np.float64) <= domain)
+    inside = (span <= domain) & aligned
+    members_per_domain = np.clip(domain / stride, 1.0, size)
+    crossing_bw = np.minimum(up_bw, members_per_domain * out_bw)
     bw = np.where(inside, up_bw, crossing_bw) * fraction
     lat = np.where(inside, cluster.scale_up_latency_s, cluster.scale_out_latency_s)
     return Link(bandwidth_bytes_per_s=bw, latency_s=lat)

@@ -28,6 +28,7 @@ class Degrees:
     offload: Array
     sync: Array
     parameter_servers: Array
+    shard_group: Array  # ranks of one ZeRO shard (HSDP), resolved: all dp·cp where unset
     gpus: Array
     micro_batches: Array
 
@@ -50,6 +51,8 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         tp=a["tp"], pp=a["pp"], dp=dp, cp=a["cp"], vs=a["virtual_stages"], mb=mb,
         recompute=a["recompute"], sp=np.where(a["tp"] > 1, a["sequence_parallel"], 0.0),
         zero=a["zero"], offload=a["offload"], sync=a["sync"],
-        parameter_servers=a["parameter_servers"], gpus=a["gpus"],
+        parameter_servers=a["parameter_servers"],
+        shard_group=np.where(a["shard_group"] > 0, a["shard_group"], dp * a["cp"]),
+        gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb),
     )

@@ -70,10 +70,43 @@ class Efficiency:
     model (conv, batch norm, activation: a few kernels of some 10 us each)."""
     optimizer_bytes_per_param: float = 40.0
     """HBM bytes read and written per local parameter by a fused Adam step (fp32 state)."""
-    reserved_bytes: float = 2.5 * 2**30
-    """HBM that training cannot use: CUDA context, NCCL buffers, allocator slack (bytes)."""
-    usable_fraction: float = 0.95
-    """Fraction of the rest that the allocator can fill before fragmentation stops it."""
+    params: str | None = None
+    """What the weights live in on the GPU: "bf16" (16-bit weights, fp32 master copy in the
+    optimizer: Megatron), "fp32" (PyTorch autocast: fp32 weights, no master copy), "fp8" (fp8
+    primary weights); None: the training precision's (cost.precision.state_bytes)."""
+    main_grads: str | None = None
+    """Precision of the gradient buffer that accumulates and reduces: "fp32" (Megatron's
+    default main grads) or "bf16"; None: fp32 for bf16/fp8 training, fp16 for fp16."""
+    fp8_recipe: str = "delayed"
+    """How fp8 GEMM inputs are scaled (Transformer Engine recipes): "delayed" (per-tensor
+    scale from an amax history, fused into the producing kernel), "current" (per-tensor scale
+    of the tensor itself: one more pass to find its amax), "mxfp8" (Blackwell microscaling,
+    one scale per 32 elements, row- and column-wise copies), "blockwise" (DeepSeek-style
+    1x128 / 128x128 blocks)."""
+    kernels: str = "fused"
+    """The kernel style of the software (cost.software): "fused" (Megatron-Core with
+    Transformer Engine), "eager" (plain PyTorch modules) or "compiled" (torch.compile)."""
+    cuda_graphs: bool = False
+    """The host replays captured CUDA graphs: no per-kernel launch cost (Megatron-Core's
+    --cuda-graph-impl, MLPerf's full-iteration graphs)."""
+    launch_s: float = 33e-6
+    """Host seconds per kernel a layer launches (framework dispatch, autograd, launch): the
+    GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the
+    micro-batch 1 runs of shared/validation/gpu (eager PyTorch on one H100, benchmarks/
+    gpu_validation.py)."""
+    checkpoint_host_factor: float = 4.0
+    """Host work of recomputing a layer, in multiples of launching its forward kernels once:
+    the forward again plus the checkpoint's saved-tensor hooks and autograd re-entry. Fitted
+    on the full-recompute micro-batch 1 runs of shared/validation/gpu."""
+    reserved_bytes: float = 1.0 * 2**30
+    """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
+    nccl_bytes: float = 1.5 * 2**30
+    """HBM NCCL's communicators and channel buffers take when the job has more than one GPU
+    (bytes)."""
+    usable_fraction: float = 0.96
+    """Fraction of the rest that the caching allocator can fill before fragmentation stops it:
+    the one-GPU runs of shared/validation/gpu ran out of memory at 73.8-75.8 GiB allocated of
+    an H100's 79.6 GiB, the largest that fit peaked at 72.9 GiB."""
 
     def as_dict(self) -> dict[str, Any]:
         """Builtin types only: the GPU pairs as a mapping, numbers as floats."""
@@ -82,7 +115,7 @@ class Efficiency:
             if k == "gemm_fraction_by_gpu":
                 out[k] = {name: float(f) for name, f in v}
             else:
-                out[k] = v if v is None or isinstance(v, bool) else float(v)
+                out[k] = v if v is None or isinstance(v, (bool, str)) else float(v)
         return out
 
     def gemm_fraction_for(self, gpu: GPUSpec) -> float:

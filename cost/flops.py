@@ -48,11 +48,17 @@ def matmul_parameters(model: ModelSpec) -> int:
     return model.layers * layer_parameters(model) + model.vocab * model.hidden
 
 
-def model_flops_per_token(model: ModelSpec) -> float:
-    """Model FLOPs per token, forward and backward, no recompute: 6·N + 12·layers·hidden·seq.
+def model_flops_per_token(model: ModelSpec, *, causal: bool = True) -> float:
+    """Model FLOPs per token, forward and backward, no recompute: 6·N plus the attention core.
 
-    PaLM's MFU definition (Chowdhery et al. 2022, appendix B); N from matmul_parameters."""
-    return 6.0 * matmul_parameters(model) + 12.0 * model.layers * model.hidden * model.seq_len
+    N from matmul_parameters (Kaplan et al. 2020). Attention as computed by a causal model: a
+    token attends to the tokens before it, s/2 on average, so QK^T and scores·V cost
+    2 matmuls x 2 FLOPs x h x s/2 forward and twice that backward: 6·layers·hidden·seq
+    (shared/SPEC.md `model_flops_per_gpu`; Megatron-Core's causal count). `causal=False`
+    gives PaLM's convention, which counts the masked half too: 12·layers·hidden·seq
+    (Chowdhery et al. 2022, appendix B: `mfu_palm`)."""
+    attention = (6.0 if causal else 12.0) * model.layers * model.hidden * model.seq_len
+    return 6.0 * matmul_parameters(model) + attention
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,7 +97,7 @@ class LayersModel:
         return StageCost(compute_s=forward + backward, recompute_s=zero, tp_comm_s=zero,
                          cp_comm_s=zero, forward_s=forward, backward_s=backward,
                          bubble_unit_s=forward + backward,
-                         send_bytes=stage["boundary"] * d.mb)
+                         send_bytes=stage["boundary"] * d.mb, units=stage["layers"])
 
     def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                   eff: Efficiency) -> Footprint:
@@ -116,6 +116,9 @@ class LayersModel:
 
     def model_flops_per_step(self, training: TrainingSpec) -> float:
         return 3.0 * self.forward_flops * self.units_per_step(training)
+
+    def palm_flops_per_step(self, training: TrainingSpec) -> float:
+        return self.model_flops_per_step(training)
 
     def checkpoint_bytes(self, training: TrainingSpec) -> float:
         return self.params * (_FP32_STATE.weight + _FP32_STATE.optimizer + 4.0)

@@ -11,17 +11,21 @@ from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec
 from .workload import Footprint
 
-__all__ = ["hbm_usable_bytes", "memory_use"]
+__all__ = ["gathered_bytes", "hbm_usable_bytes", "memory_use"]
 
 
-def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency) -> float:
-    """HBM that tensors can fill: capacity less the reserve, times the allocator's fraction."""
-    return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes) * eff.usable_fraction
+def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency) -> Array:
+    """HBM that tensors can fill: capacity less the CUDA context and (with more than one GPU)
+    NCCL's buffers, times the allocator's fraction."""
+    gpus = np.asarray(cluster.gpus, dtype=np.float64)
+    nccl = np.where(gpus > 1, eff.nccl_bytes, 0.0)
+    return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes - nccl) * eff.usable_fraction
 
 
 def memory_use(held: Footprint, d: Degrees) -> MemoryUse:
     """Bytes per GPU by kind. ZeRO (Rajbhandari et al. SC'20): stage 1 shards the optimizer
-    state over each group's replicas, 2 also gradients, 3 also weights. Offload moves the
+    state over each group's shard ranks (all replicas, or an HSDP group), 2 also gradients, 3
+    also weights. Offload moves the
     optimizer state (and the weights, keeping `resident_params` in HBM) to the expansion
     tier."""
     state = held.state
@@ -29,12 +33,12 @@ def memory_use(held: Footprint, d: Degrees) -> MemoryUse:
     gradients: Array = np.float64(0.0)
     optimizer: Array = np.float64(0.0)
     for group in held.groups:
-        weights = weights + group.params * state.weight / np.where(
-            d.zero >= 3, group.replicas, 1.0)
+        shard = group.shard_ranks
+        weights = weights + group.params * state.weight / np.where(d.zero >= 3, shard, 1.0)
         gradients = gradients + group.params * state.gradient / np.where(
-            d.zero >= 2, group.replicas, 1.0)
+            d.zero >= 2, shard, 1.0)
         optimizer = optimizer + group.params * state.optimizer / np.where(
-            d.zero >= 1, group.replicas, 1.0)
+            d.zero >= 1, shard, 1.0)
     resident = held.resident_params * state.weight
     off_opt = d.offload >= 1
     off_w = d.offload >= 2
@@ -42,5 +46,17 @@ def memory_use(held: Footprint, d: Degrees) -> MemoryUse:
     return MemoryUse(
         weights_bytes=np.where(off_w, np.minimum(weights, resident), weights),
         gradients_bytes=gradients, optimizer_bytes=np.where(off_opt, 0.0, optimizer),
-        activations_bytes=held.activations_bytes, buffers_bytes=held.buffers_bytes,
+        activations_bytes=held.activations_bytes,
+        buffers_bytes=held.buffers_bytes + gathered_bytes(held, d),
         expansion_bytes=expansion)
+
+
+def gathered_bytes(held: Footprint, d: Degrees) -> Array:
+    """ZeRO-3 / FSDP's unsharded layers in flight: the layer being computed and the one
+    prefetched behind it, gathered in the compute format (16 bits, or fp8 for fp8 weights),
+    and one layer's full gradient before its reduce-scatter (Zhao et al., VLDB'23, sec. 3.3:
+    FSDP's forward and backward prefetch of one unit). `resident_params` is two layers."""
+    state = held.state
+    compute = min(state.weight, 2.0)
+    per_two_layers = held.resident_params * (compute + 0.5 * state.gradient)
+    return np.where(d.zero >= 3, per_two_layers, 0.0)

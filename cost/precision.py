@@ -1,27 +1,74 @@
-"""Bytes per element by role for each training precision."""
+"""Number formats by role: what the weights, gradients, optimizer state and saved activations
+of a run take per element, from the training precision and what the software keeps
+(cost.efficiency.Efficiency: `params`, `main_grads`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import CostModelError
 from .inputs import PRECISIONS
+from .workload import StateBytes
 
-__all__ = ["element_bytes"]
+if TYPE_CHECKING:
+    from .efficiency import Efficiency
+
+__all__ = ["activation_bytes", "element_bytes", "gemm_input_bytes", "state_bytes"]
 
 _WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "fp32": 4.0}
 _GRAD_BYTES = {"bf16": 4.0, "fp16": 2.0, "fp8": 4.0, "fp32": 4.0}
 _OPTIMIZER_BYTES = {"bf16": 12.0, "fp16": 12.0, "fp8": 12.0, "fp32": 8.0}
+PARAMS = ("bf16", "fp32", "fp8")
+MAIN_GRADS = ("fp32", "bf16")
+FP8_RECIPES = ("delayed", "current", "mxfp8", "blockwise")
 
 
-def element_bytes(precision: str) -> dict[str, float]:
-    """Bytes per element by role for mixed-precision training (Micikevicius et al. 2018):
-    weights and activations in 16 bits, gradients reduced in fp32 for bf16/fp8 (Megatron's
-    main grads) and fp16 for fp16, Adam state as fp32 master copy + two moments (ZeRO, sec. 3)."""
+def _check(precision: str) -> None:
     if precision not in _WEIGHT_BYTES:
         raise CostModelError(f"training.precision {precision!r} is unknown; use one of "
                              f"{', '.join(PRECISIONS)}")
+
+
+def element_bytes(precision: str) -> dict[str, float]:
+    """Bytes per element by role for mixed-precision training (Micikevicius et al. 2018), as
+    Megatron-LM keeps them: 16-bit weights and activations, gradients reduced in fp32 for
+    bf16/fp8 (main grads) and fp16 for fp16, Adam state as fp32 master copy + two moments
+    (ZeRO, sec. 3); fp32 training keeps no master copy."""
+    _check(precision)
     return {
         "weight": _WEIGHT_BYTES[precision],
         "activation": 4.0 if precision == "fp32" else 2.0,
         "gradient": _GRAD_BYTES[precision],
         "optimizer": _OPTIMIZER_BYTES[precision],
     }
+
+
+def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
+    """Bytes per parameter of weights, gradients and optimizer state.
+
+    `eff.params`: "bf16" (Megatron: 16-bit weights, fp32 master copy in the optimizer),
+    "fp32" (PyTorch autocast: fp32 weights are their own master, optimizer 8 bytes of Adam
+    moments), "fp8" (Transformer Engine's fp8 primary weights / fp8 parameter all-gather, fp32
+    master in the optimizer); None: element_bytes. `eff.main_grads`: "fp32" or "bf16" for the
+    gradient buffer (Megatron's --grad-reduce-in-bf16, FSDP2's reduce_dtype); None: as
+    element_bytes."""
+    base = element_bytes(precision)
+    weight, optimizer = base["weight"], base["optimizer"]
+    if eff.params == "fp32":
+        weight, optimizer = 4.0, 8.0
+    elif eff.params == "fp8":
+        weight = 1.0
+    gradient = {"fp32": 4.0, "bf16": 2.0}.get(eff.main_grads or "", base["gradient"])
+    return StateBytes(weight=weight, gradient=gradient, optimizer=optimizer)
+
+
+def activation_bytes(precision: str) -> float:
+    """Bytes per element of activations outside GEMMs (norms, residual, attention)."""
+    return element_bytes(precision)["activation"]
+
+
+def gemm_input_bytes(precision: str) -> float:
+    """Bytes per element of a GEMM input saved for the backward pass: fp8 runs save the fp8
+    copy the forward GEMM read (Transformer Engine keeps the quantised input, transposed where
+    the wgrad GEMM needs it), others the activation itself."""
+    return 1.0 if precision == "fp8" else activation_bytes(precision)

@@ -70,6 +70,7 @@ class PlanResult:
     tokens_per_s: float
     model_flops_per_gpu: float
     mfu: float
+    mfu_palm: float
     memory_per_gpu_bytes: Mapping[str, float]  # weights, gradients, ..., expansion, total
     hbm_usable_bytes: float
     time_breakdown_s: Mapping[str, float]  # compute, recompute, tp_comm, ...
@@ -105,7 +106,8 @@ class PlanResult:
             "cluster": self.cluster.as_dict(), "feasible": self.feasible,
             "violations": list(self.violations), "step_time_s": self.step_time_s,
             "tokens_per_s": self.tokens_per_s, "model_flops_per_gpu": self.model_flops_per_gpu,
-            "mfu": self.mfu, "memory_per_gpu_bytes": dict(self.memory_per_gpu_bytes),
+            "mfu": self.mfu, "mfu_palm": self.mfu_palm,
+            "memory_per_gpu_bytes": dict(self.memory_per_gpu_bytes),
             "hbm_usable_bytes": self.hbm_usable_bytes,
             "time_breakdown_s": dict(self.time_breakdown_s), "dominant": self.dominant,
             "cost_per_hour_usd": self.cost_per_hour_usd,
@@ -142,6 +144,7 @@ _EMPTY_CLUSTER: dict[str, Any] = {
 _DEFAULTS: dict[str, Any] = {
     "model": "", "workload": "transformer", "feasible": False, "step_time_s": float("nan"),
     "tokens_per_s": float("nan"), "model_flops_per_gpu": float("nan"), "mfu": float("nan"),
+    "mfu_palm": float("nan"),
     "memory_per_gpu_bytes": {"total": float("nan")}, "hbm_usable_bytes": float("nan"),
     "time_breakdown_s": {"compute": float("nan")}, "cost_per_hour_usd": float("nan"),
     "time_to_train_days": float("nan"), "cost_to_train_usd": float("nan"),
@@ -179,7 +182,8 @@ def plan_result(workload: Workload, cluster: ClusterSpec, training: TrainingSpec
                     *capacity_violations(workload, report, index)),
         step_time_s=pick(report.step_time_s, index), tokens_per_s=pick(report.tokens_per_s, index),
         model_flops_per_gpu=pick(report.model_flops_per_gpu, index),
-        mfu=pick(report.mfu, index), memory_per_gpu_bytes=report.memory.as_dict(index),
+        mfu=pick(report.mfu, index), mfu_palm=pick(report.mfu_palm, index),
+        memory_per_gpu_bytes=report.memory.as_dict(index),
         hbm_usable_bytes=pick(report.hbm_usable_bytes, index),
         time_breakdown_s=report.step.as_dict(index),
         cost_per_hour_usd=price["cost_per_hour_usd"],

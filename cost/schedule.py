@@ -4,10 +4,12 @@ optimizer and offload traffic (cost.workload says what a micro-batch costs)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .breakdown import StepTime
-from .collectives import all_gather_s, group_link, p2p_s, reduce_scatter_s
+from .collectives import Link, all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec
@@ -16,7 +18,7 @@ from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["pipeline_bubble_s", "step_time"]
+__all__ = ["launch_bound_s", "pipeline_bubble_s", "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""
@@ -33,8 +35,7 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
     """The micro-batches of a step on the slowest stage, its bubble and sends, and what the
     data-parallel replicas and the optimizer add."""
     m = d.micro_batches
-    dp_comm = _dp_comm_s(cluster, held, d, eff, forward_s=stage.forward_s,
-                         backward_s=stage.backward_s)
+    dp_comm = _dp_comm_s(cluster, held, stage, d, eff)
     if workload.asynchronous_parameter_servers:
         pushed = sum((g.params * held.state.gradient for g in held.groups), start=np.float64(0))
         servers = asynchronous_parameter_server_s(pushed, d, cluster, eff,
@@ -42,12 +43,21 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
         dp_comm = np.where(d.sync == PARAMETER_SERVER, servers, dp_comm)
     optimizer, offload = _optimizer_and_offload_s(cluster, held, d, eff,
                                                   micro_batch_s=stage.compute_s)
+    launch = launch_bound_s(stage)
     return StepTime(
         compute_s=m * stage.compute_s, recompute_s=m * stage.recompute_s,
         tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,
         pp_comm_s=_pp_comm_s(cluster, stage, d, eff),
-        pp_bubble_s=pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s),
-        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload)
+        pp_bubble_s=pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s + launch),
+        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload, launch_s=m * launch)
+
+
+def launch_bound_s(stage: StageCost) -> Array:
+    """Seconds a micro-batch waits for the host: kernels are launched asynchronously, so the
+    GPU idles only where launching them takes longer than running them (small micro-batches,
+    eager frameworks, recompute's extra host work): max(host - device, 0)."""
+    device = stage.compute_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
+    return np.maximum(stage.host_s - device, 0.0)
 
 
 def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficiency) -> Array:
@@ -60,41 +70,66 @@ def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficien
     return np.where(d.pp > 1, sends * send, 0.0)
 
 
-def _dp_comm_s(cluster: ClusterSpec, held: Footprint, d: Degrees, eff: Efficiency, *,
-               forward_s: Array, backward_s: Array) -> Array:
+def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degrees,
+               eff: Efficiency) -> Array:
     """Exposed gradient reduction of each parameter group over its replicas.
 
     ZeRO 0: one all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
     reduce-scatter of gradients and all-gather of weights per step (Megatron's distributed
-    optimizer); 2: the reduce-scatter every micro-batch; 3: also two weight all-gathers every
-    micro-batch (Rajbhandari et al. SC'20, sec. 7). Bucketed reductions hide behind
-    `dp_overlap` of the backward pass they follow (per step: the last micro-batch's), weight
-    gathers behind that share of the forward pass they precede (cost.overlap)."""
+    optimizer); 2: the reduce-scatter every micro-batch; 3 (FSDP): every layer's weights
+    gathered before its forward and again before its backward, its gradients reduce-scattered
+    after it (Rajbhandari et al. SC'20, sec. 7; Zhao et al., VLDB'23, sec. 3), each
+    prefetched behind the previous layer's compute, so the exposed time is per layer and the
+    ring's latency is paid per layer. With hybrid sharding the shards reduce their gradient
+    shard across the shard groups once per step. Bucketed reductions hide behind `dp_overlap`
+    of the pass next to them (cost.overlap)."""
     total: Array = np.float64(0.0)
     for group in held.groups:
-        link = group_link(cluster, stride=group.stride, size=group.replicas,
-                          fraction=eff.network_fraction)
-        n, bw, lat = group.replicas, link.bandwidth_bytes_per_s, link.latency_s
-        scatter = reduce_scatter_s(group.params * held.state.gradient, n, bw, lat)
-        gather = all_gather_s(group.params * held.state.weight, n, bw, lat)
-        allreduce = gradient_sync_s(group.params * held.state.gradient, n=n,
-                                    stride=group.stride, cluster=cluster, sync=d.sync,
-                                    servers=d.parameter_servers, eff=eff)
+        shard = group.shard_ranks
+        inside = group_link(cluster, stride=group.stride, size=shard,
+                            fraction=eff.network_fraction)
+        across = group_link(cluster, stride=group.stride * shard, size=group.replicas / shard,
+                            fraction=eff.network_fraction)
+
+        def ring(kind: Callable[..., Array], nbytes: Array, link: Link = inside,
+                 ranks: Array = shard) -> Array:
+            return kind(nbytes, ranks, link.bandwidth_bytes_per_s, link.latency_s)
 
         def hidden(comm: Array, window: Array) -> Array:
             return exposed_s(comm, window, slowdown=eff.overlap_slowdown,
                              window_share=eff.dp_overlap)
 
-        per_step = np.where(d.zero >= 1,
-                            hidden(scatter, backward_s) + hidden(gather, forward_s),
-                            hidden(allreduce, backward_s))
-        per_step = np.where(d.zero >= 2, hidden(gather, forward_s), per_step)
-        per_step = np.where(d.zero >= 3, 0.0, per_step)  # the next forward gathers anyway
-        per_mb_traffic = (np.where(d.zero >= 3, 2.0 * gather, 0.0)
-                          + np.where(d.zero >= 2, scatter, 0.0))
-        window = np.where(d.zero >= 3, forward_s + backward_s, backward_s)
-        total = total + per_step + d.micro_batches * hidden(per_mb_traffic, window)
+        grads, weights = group.params * held.state.gradient, group.params * held.state.weight
+        scatter, gather = ring(reduce_scatter_s, grads), ring(all_gather_s, weights)
+        replicas = ring(allreduce_s, grads / shard, across, group.replicas / shard)
+        allreduce = gradient_sync_s(grads, n=group.replicas, stride=group.stride,
+                                    cluster=cluster, sync=d.sync, servers=d.parameter_servers,
+                                    eff=eff)
+        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, stage.backward_s)
+                            + hidden(gather, stage.forward_s),
+                            hidden(allreduce, stage.backward_s))
+        per_step = np.where(d.zero >= 2, hidden(gather, stage.forward_s)
+                            + hidden(replicas, stage.backward_s), per_step)
+        per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s), 0.0)
+        per_step = np.where(d.zero >= 3, hidden(replicas, stage.backward_s), per_step)
+        per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden),
+                          per_mb)
+        total = total + per_step + d.micro_batches * per_mb
     return total
+
+
+def _fsdp_layers_s(ring: Callable[..., Array], grads: Array, weights: Array, stage: StageCost,
+                   hidden: Callable[[Array, Array], Array]) -> Array:
+    """ZeRO-3 traffic of one micro-batch, layer by layer: each of the stage's `units` layers
+    gathers its weights before its forward and its backward (the backward's gather also
+    serves full recompute) and reduce-scatters its gradients, each behind the neighbouring
+    layer's compute."""
+    units = np.maximum(stage.units, 1.0)
+    gather = ring(all_gather_s, weights / units)
+    scatter = ring(reduce_scatter_s, grads / units)
+    forward = hidden(gather, stage.forward_s / units)
+    backward = hidden(gather + scatter, (stage.backward_s + stage.recompute_s) / units)
+    return units * (forward + backward)
 
 
 def _optimizer_and_offload_s(cluster: ClusterSpec, held: Footprint, d: Degrees,
@@ -108,14 +143,14 @@ def _optimizer_and_offload_s(cluster: ClusterSpec, held: Footprint, d: Degrees,
     state_bytes: Array = np.float64(0.0)
     weight_bytes: Array = np.float64(0.0)
     for group in held.groups:
-        local = group.params / np.where(d.zero >= 1, group.replicas, 1.0)
+        local = group.params / np.where(d.zero >= 1, group.shard_ranks, 1.0)
         in_hbm = in_hbm + memory_bound_s(local * eff.optimizer_bytes_per_param,
                                          hbm_bytes_per_s=cluster.gpu.hbm_bandwidth_bytes_per_s,
                                          eff=eff)
         state_bytes = state_bytes + local * (2.0 * state.optimizer + state.gradient
                                              + state.weight)
         weight_bytes = weight_bytes + group.params * state.weight / np.where(
-            d.zero >= 3, group.replicas, 1.0)
+            d.zero >= 3, group.shard_ranks, 1.0)
     stream = np.maximum(2.0 * weight_bytes / link_bw - micro_batch_s, 0.0) * d.micro_batches
     optimizer = np.where(d.offload >= 1, 0.0, in_hbm)
     offload = np.where(d.offload >= 1, state_bytes / link_bw, 0.0)

@@ -39,6 +39,7 @@ class ModelSpec:
     ffn_hidden: int = 0  # 0: 4 * hidden
     gated_mlp: bool = False
     tied_embeddings: bool = False
+    dropout: bool = True  # hidden and attention dropout (GPT, Megatron's default); Llama: none
 
     kind: ClassVar[str] = "transformer"
     unit: ClassVar[str] = "tokens"
@@ -83,6 +84,9 @@ class ModelSpec:
     def model_flops_per_step(self, training: TrainingSpec) -> float:
         return model_flops_per_token(self) * self.units_per_step(training)
 
+    def palm_flops_per_step(self, training: TrainingSpec) -> float:
+        return model_flops_per_token(self, causal=False) * self.units_per_step(training)
+
     def checkpoint_bytes(self, training: TrainingSpec) -> float:
         """Weights and the optimizer state (fp32 master copy and two Adam moments) of every
         parameter, as Megatron-LM and DeepSpeed save them."""
@@ -92,14 +96,17 @@ class ModelSpec:
 
 def embedding_and_loss_split(layers: int, pp: Value, vs: Value) -> Array:
     """1.0 where the pipeline counts the embedding and the loss as one layer each: pp·v does
-    not divide the layers but divides layers + 2 into chunks of two or more, so the first and
-    the last stage each take one transformer layer fewer and keep at least one
+    not divide the layers but divides layers + 2, each stage keeping two slots or more, so the
+    first and the last stage each take one transformer layer fewer and keep at least one (a
+    virtual chunk may hold the embedding or the loss alone: Megatron-Bridge's 405B on 16
+    stages of 8 chunks)
     (Megatron-Core's --account-for-embedding-in-pipeline-split and
     --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's 70
     on 12)."""
     chunks = np.maximum(np.multiply(pp, vs), 1.0)
     even = np.isclose(np.mod(layers, chunks), 0.0)
-    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0) & (2.0 * chunks <= layers + 2.0)
+    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0) & (2.0 * np.asarray(pp)
+                                                                 <= layers + 2.0)
     return np.where(~even & plus_two & (np.asarray(pp) > 1), 1.0, 0.0)
 
 

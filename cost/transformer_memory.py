@@ -9,7 +9,7 @@ which 10·s·b·h is replicated across tensor-parallel ranks unless sequence par
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,9 +17,10 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import layer_parameters
 from .inputs import Array, TrainingSpec
-from .precision import element_bytes
+from .precision import activation_bytes, gemm_input_bytes, state_bytes
+from .software import kernel_style
 from .transformer_time import StageShape, stage_shape
-from .workload import Footprint, ParamGroup, StateBytes
+from .workload import Footprint, ParamGroup
 
 if TYPE_CHECKING:
     from .transformer import ModelSpec
@@ -37,27 +38,45 @@ def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = No
     return layers + ends * vocab + 2.0 * model.hidden
 
 
-def activation_bytes_per_layer(
-    model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool
-) -> Array:
-    """Stored activations of one layer for one micro-batch on one GPU (bytes).
+_MASK_BYTES = 1.0
+"""A dropout mask: one byte per element (Korthikanti et al., sec. 4.1)."""
 
-    Replicated part 10·T·h (norm inputs, GEMM inputs, dropout masks), tensor-parallel part
-    T·(4h + 4·kv_hidden + (4 or 8)·ffn) (Q, K, V, projection input, MLP intermediates), score
-    part 5·b·heads·(s/cp)·s (softmax, dropout), dropped by selective recompute and never stored
-    by flash attention (which keeps a per-row softmax statistic, negligible). Full recompute
-    keeps only the layer input 2·T·h. Sizes scale with act_bytes / 2 (Korthikanti's are fp16)."""
+
+def activation_bytes_per_layer(
+    model: ModelSpec, d: Degrees, *, act_bytes: float, input_bytes: float,
+    flash_attention: bool, norm_bytes: float | None = None, projection_copies: float = 1.0,
+) -> Array:
+    """Stored activations of one layer for one micro-batch on one GPU (bytes), tensor by
+    tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, gated MLPs, fp8
+    and models trained without dropout (Llama, Nemotron).
+
+    Replicated across tensor-parallel ranks unless sequence parallelism shards them: the two
+    norm inputs (act_bytes each), the QKV and first-MLP GEMM inputs (input_bytes: fp8 runs
+    keep the fp8 copy), two hidden-dropout masks. Tensor-parallel: Q, K, V and the attention
+    output (act_bytes), the projection's input (input_bytes, a second copy only in fp8), the
+    MLP's activation-function input (ffn, twice for a gated MLP) and the second GEMM's input.
+    Score part (unfused attention only): softmax output, its dropout mask and output per
+    score, dropped by selective recompute. Full recompute keeps only the layer input.
+    Korthikanti's fp16 GPT layer: 10 + 24/t sbh bytes and 5·a·s/h·sbh of scores. Software
+    differs (cost.software): under autocast with fp32 weights the residual stream, hence the
+    norm inputs, stays fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the
+    attention output (`projection_copies`)."""
     h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
+    a, q = act_bytes, input_bytes
+    norm = a if norm_bytes is None else norm_bytes
     tokens = d.mb * model.seq_len / d.cp
-    replicated = 10.0 * tokens * h / d.shard
-    sharded = tokens * (4.0 * h + 4.0 * kv + (8.0 if model.gated_mlp else 4.0) * f) / d.tp
+    masks = 2.0 * _MASK_BYTES if model.dropout else 0.0
+    replicated = tokens * h * (2.0 * norm + 2.0 * q + masks) / d.shard
+    projection = projection_copies * a * h + (q * h if q != a else 0.0)
+    mlp = (2.0 * a if model.gated_mlp else a) * f + q * f
+    sharded = tokens * (a * (h + 2.0 * kv) + projection + mlp) / d.tp
     s = model.seq_len
-    scores = 0.0 if flash_attention else 5.0 * d.mb * model.heads * (s / d.cp) * s / d.tp
-    scale = act_bytes / 2.0
-    none = replicated + sharded + scores
+    per_score = a + (_MASK_BYTES + a if model.dropout else 0.0)
+    scores = 0.0 if flash_attention else per_score * d.mb * model.heads * (s / d.cp) * s / d.tp
     selective = replicated + sharded
-    full = 2.0 * tokens * h / d.shard
-    return scale * np.where(d.recompute >= 2, full, np.where(d.recompute >= 1, selective, none))
+    full = a * tokens * h / d.shard
+    return np.where(d.recompute >= 2, full,
+                    np.where(d.recompute >= 1, selective, selective + scores))
 
 
 def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
@@ -73,37 +92,43 @@ def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
 
 def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
               ) -> Footprint:
-    """Parameters of the fullest stage, replicated over dp·cp ranks spaced tp apart; two
-    layers stay in HBM when weights are offloaded; the activations of the micro-batches in
-    flight, and the buffers (_buffers_bytes)."""
-    sizes = element_bytes(training.precision)
+    """Parameters of the fullest stage, replicated over dp·cp ranks spaced tp apart (sharded by
+    ZeRO over the plan's shard group); two layers stay in HBM when weights are offloaded; the
+    activations of the micro-batches in flight, and the buffers (_buffers_bytes)."""
     shape = stage_shape(model, d)
-    per_layer = activation_bytes_per_layer(model, d, act_bytes=sizes["activation"],
-                                           flash_attention=eff.flash_attention)
+    style = kernel_style(eff)
+    sizes: dict[str, Any] = {"act_bytes": activation_bytes(training.precision),
+             "input_bytes": gemm_input_bytes(training.precision),
+             "flash_attention": eff.flash_attention,
+             "norm_bytes": 4.0 if eff.params == "fp32" else None,
+             "projection_copies": style.projection_copies}
+    per_layer = activation_bytes_per_layer(model, d, **sizes)
     activations = per_layer * layers_in_flight(d, shape)
+    params = stage_parameters(model, d, shape)
+    buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
+                             logits_bytes=style.logits_bytes, sizes=sizes)
+    if eff.params == "fp32":  # autocast keeps a 16-bit copy of every weight for the backward
+        buffers = buffers + 2.0 * params
     return Footprint(
-        groups=(ParamGroup(params=stage_parameters(model, d, shape), replicas=d.dp * d.cp,
-                           stride=d.tp),),
-        state=StateBytes(weight=sizes["weight"], gradient=sizes["gradient"],
-                         optimizer=sizes["optimizer"]),
+        groups=(ParamGroup(params=params, replicas=d.dp * d.cp, stride=d.tp,
+                           shard=d.shard_group),),
+        state=state_bytes(training.precision, eff),
         resident_params=2.0 * layer_parameters(model) / d.tp,
-        activations_bytes=activations,
-        buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
-                                     first_stage=activations, act_bytes=sizes["activation"],
-                                     flash_attention=eff.flash_attention))
+        activations_bytes=activations, buffers_bytes=buffers)
 
 
 def _buffers_bytes(
     model: ModelSpec, d: Degrees, shape: StageShape, *, per_layer: Array, first_stage: Array,
-    act_bytes: float, flash_attention: bool,
+    logits_bytes: float, sizes: dict[str, Any],
 ) -> Array:
-    """Transient working memory on the fullest stage. The last stage computes the loss on fp32
-    logits and their gradient (T·V/tp·8 bytes) while holding one micro-batch of its layers; the
-    first stage holds the most activations; pp = 1 holds both. Under full recompute, one layer's
-    whole activations while it is rebuilt."""
-    logits = 8.0 * shape.tokens_per_micro_batch * model.vocab / d.tp
+    """Transient working memory on the fullest stage. The last stage computes the loss on the
+    logits (T·V/tp·`logits_bytes`: fp32 logits and their gradient in Megatron's fused
+    cross-entropy, more in eager PyTorch) while holding one micro-batch of its layers; the
+    first stage holds the most activations; pp = 1 holds both. Under full recompute, one
+    layer's whole activations while it is rebuilt."""
+    logits = logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
     last_stage = per_layer * shape.last_stage_layers + logits
     ends = np.where(d.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
     rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
-                                         act_bytes=act_bytes, flash_attention=flash_attention)
+                                         **sizes)
     return ends + np.where(d.recompute >= 2, rebuilt, 0.0)

@@ -11,11 +11,13 @@ import numpy as np
 from .collectives import all_gather_s, allreduce_s, group_link, reduce_scatter_s
 from .degrees import Degrees
 from .efficiency import Efficiency
-from .flops import attention_core_flops, layer_gemms
+from .flops import attention_core_flops, layer_gemms, layer_parameters
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .overlap import exposed_s
-from .precision import element_bytes
+from .errors import CostModelError
+from .precision import element_bytes, gemm_input_bytes
+from .software import kernel_style
 from .workload import StageCost
 
 if TYPE_CHECKING:
@@ -66,21 +68,31 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     tokens = (shape or stage_shape(model, d)).tokens_per_micro_batch
 
     fraction = eff.gemm_fraction_for(gpu)
+    ratio = peak / attention_peak if attention_peak > 0 else 1.0
+    gemm_bytes = gemm_input_bytes(training.precision)
     gemms: Value = 0.0
     for g in layer_gemms(model):
         k = g.k / d.tp if g.tp_sharded_k else g.k
         n = g.n if g.tp_sharded_k else g.n / d.tp
         gemms = gemms + gemm_s(tokens, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
-                               element_bytes=act, fraction=fraction, eff=eff)
+                               element_bytes=gemm_bytes, fraction=fraction, eff=eff,
+                               rate_ratio=ratio)
     attention, attention_backward = _attention_s(model, d, tokens, eff,
                                                  peak_flops_per_s=attention_peak,
                                                  hbm_bytes_per_s=hbm, act_bytes=act)
+    style = kernel_style(eff)
+    hidden_passes = style.hidden_passes or eff.elementwise_passes_hidden
+    ffn_passes = (style.ffn_passes or eff.elementwise_passes_ffn) + (
+        style.gated_passes if model.gated_mlp else 0.0)
     elementwise = memory_bound_s(
-        act * tokens * (eff.elementwise_passes_hidden * model.hidden / d.shard
-                        + eff.elementwise_passes_ffn * model.ffn_hidden / d.tp),
-        hbm_bytes_per_s=hbm, eff=eff)
-    forward = gemms + attention + elementwise
-    backward = 2.0 * (gemms + elementwise) + attention_backward
+        act * tokens * (hidden_passes * model.hidden / d.shard
+                        + ffn_passes * model.ffn_hidden / d.tp), hbm_bytes_per_s=hbm, eff=eff)
+    cast_forward, cast_backward = _autocast_weight_s(model, d, eff, hbm_bytes_per_s=hbm)
+    quantise_forward, quantise_backward = _fp8_casts_s(model, training, d, tokens, eff,
+                                                       hbm_bytes_per_s=hbm)
+    forward = gemms + attention + elementwise + cast_forward + quantise_forward
+    backward = (2.0 * (gemms + elementwise) + attention_backward + cast_backward
+                + quantise_backward)
     selective = 0.0 if eff.flash_attention else attention  # flash already recomputes scores
     recompute = np.where(d.recompute >= 2, forward, np.where(d.recompute >= 1, selective, 0.0))
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
@@ -89,6 +101,65 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
                                            gemms_s=gemms),
                       cp_comm_s=_cp_comm_s(model, cluster, d, eff, act_bytes=act,
                                            attention_s=attention))
+
+
+def _autocast_weight_s(model: ModelSpec, d: Degrees, eff: Efficiency, *,
+                       hbm_bytes_per_s: float) -> tuple[Array | float, Array | float]:
+    """HBM traffic of fp32 weights under autocast (`stack.params: fp32`), per layer and
+    micro-batch: each forward casts every weight to 16 bits (read 4 bytes, write 2), and the
+    backward adds each 16-bit weight gradient into the fp32 gradient (read 2 and 4, write 4).
+    Megatron's 16-bit weights and its wgrad GEMMs accumulating into fp32 main grads (gradient
+    accumulation fusion) pay neither."""
+    if eff.params != "fp32":
+        return 0.0, 0.0
+    params = layer_parameters(model) / d.tp
+    return (memory_bound_s(6.0 * params, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff),
+            memory_bound_s(10.0 * params, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff))
+
+
+_FP8_CAST_BYTES = {"delayed": 4.0, "current": 6.0, "mxfp8": 6.125, "blockwise": 6.125}
+"""HBM bytes moved per element quantised to fp8 for a GEMM (Transformer Engine): read the
+16-bit tensor once and write its fp8 copy and the transposed (or column-scaled) copy the other
+GEMM of the pair reads (2 + 1 + 1). Delayed scaling takes its scale from the amax history,
+fused into the producing kernel; current (per-tensor) scaling first reads the tensor once more
+for its amax (+2); MXFP8 and blockwise scaling quantise row-wise and column-wise blocks in
+separate passes (+2) and write one 8-bit scale per 32 elements (+2/32 ... per copy)."""
+
+
+def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: Array,
+                 eff: Efficiency, *, hbm_bytes_per_s: float) -> tuple[Array | float,
+                                                                        Array | float]:
+    """Quantisation of GEMM operands in fp8 training, per layer and micro-batch: forward, the
+    inputs of the four GEMMs (QKV and first MLP inputs are gathered with sequence
+    parallelism, the projection's and second MLP's are sharded); backward, the gradients of
+    their outputs. Weights are quantised once per step (cached across micro-batches)."""
+    if training.precision != "fp8":
+        return 0.0, 0.0
+    try:
+        per_element = _FP8_CAST_BYTES[eff.fp8_recipe]
+    except KeyError:
+        raise CostModelError(f"stack.fp8_recipe {eff.fp8_recipe!r} is unknown; use one of "
+                             f"{', '.join(_FP8_CAST_BYTES)}") from None
+    h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
+    gate = 2.0 if model.gated_mlp else 1.0
+    forward = (2.0 * h + (h + f) / d.tp) * tokens
+    backward = ((h + 2.0 * kv + gate * f) / d.tp + 2.0 * h) * tokens
+    return (memory_bound_s(per_element * forward, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff),
+            memory_bound_s(per_element * backward, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff))
+
+
+def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Array:
+    """Host seconds to launch one micro-batch of `layers` layers: forward and backward kernels
+    (cost.software), and under full recompute the forward again with the checkpoint's own
+    host work (`checkpoint_host_factor`), each at `launch_s`; none with CUDA graphs."""
+    if eff.cuda_graphs:
+        return np.zeros(np.shape(layers))
+    style = kernel_style(eff)
+    gated = style.gated_kernels if model.gated_mlp else 0.0
+    forward = style.forward_kernels + gated
+    backward = style.backward_kernels + 2.0 * gated
+    recompute = np.where(d.recompute >= 2, forward * eff.checkpoint_host_factor, 0.0)
+    return layers * (forward + backward + recompute) * eff.launch_s
 
 
 def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array,
@@ -149,8 +220,11 @@ def _logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, to
     """Logits GEMM (vocabulary-parallel) forward and backward, and the fp32 cross-entropy."""
     gpu = cluster.gpu
     act = element_bytes(training.precision)["activation"]
+    # the output layer stays 16-bit in fp8 training (Megatron-Core's output_layer is no TE
+    # module)
+    precision = "bf16" if training.precision == "fp8" else training.precision
     gemm = gemm_s(tokens, float(model.hidden), model.vocab / d.tp,
-                  peak_flops_per_s=gpu.peak_for(training.precision),
+                  peak_flops_per_s=gpu.peak_for(precision),
                   hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
                   fraction=eff.gemm_fraction_for(gpu), eff=eff)
     loss = memory_bound_s(16.0 * tokens * model.vocab / d.tp,
@@ -179,4 +253,5 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
         cp_comm_s=layers * layer.cp_comm_s,
         forward_s=layers * layer.forward_s, backward_s=layers * layer.backward_s,
         bubble_unit_s=layers * per_layer + logits / d.pp,
-        send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp)
+        send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
+        units=layers, host_s=host_s(model, d, eff, layers))

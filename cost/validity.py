@@ -114,6 +114,12 @@ def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, .
              lambda d: "recompute must be none|selective|full, zero 0-3, offload "
                        "none|optimizer|optimizer+weights, sync ring|tree|hierarchical|direct|"
                        "parameter_server, parameter_servers a whole number >= 1"),
+        Rule("shard_group", ("shard_group", "zero", "dp", *layout),
+             lambda d: ~_divides(d.shard_group, d.dp * d.cp)
+             | ((d.zero < 1) & ~np.isclose(d.shard_group, d.dp * d.cp)),
+             lambda d: f"shard_group={_one(d.shard_group):g} must divide the "
+                       f"{_one(d.dp * d.cp):g} data-parallel ranks (dp·cp) and needs zero >= 1; "
+                       "change it or leave it out"),
         Rule("precision", (), lambda d: np.full(d.shape, precision is not None),
              lambda d: str(precision)),
     )
@@ -122,7 +128,8 @@ def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, .
 def _knob_rule(workload: Workload) -> Rule:
     """Knobs that do not apply to the workload keep their defaults."""
     idle = [k for k in KNOBS if k.name not in workload.knobs
-            and k.name not in ("dp", "tp", "pp", "cp", "virtual_stages", "micro_batch")]
+            and k.name not in ("dp", "tp", "pp", "cp", "virtual_stages", "micro_batch",
+                               "shard_group")]
     defaults = {k.name: float(k.encode([k.default])[0]) for k in idle}
 
     def broken(d: Degrees) -> Array:

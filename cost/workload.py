@@ -24,11 +24,19 @@ __all__ = ["Footprint", "ParamGroup", "Rule", "StageCost", "StateBytes", "Worklo
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParamGroup:
     """Parameters one GPU holds that share one data-parallel replica group: `replicas` ranks
-    spaced `stride` apart (Megatron rank order) hold copies and reduce their gradients."""
+    spaced `stride` apart (Megatron rank order) hold copies and reduce their gradients; ZeRO
+    shards their state over groups of `shard` neighbouring replicas (hybrid sharding, HSDP:
+    replicated across replicas / shard groups), all of them by default."""
 
     params: Array
     replicas: Array
     stride: Array
+    shard: Array | None = None  # ranks of one ZeRO shard among the replicas; None: all
+
+    @property
+    def shard_ranks(self) -> Array:
+        """Ranks one ZeRO shard spans (the replicas, unless sharding is hybrid)."""
+        return self.replicas if self.shard is None else self.shard
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +61,8 @@ class StageCost:
     backward_s: Array  # the backward pass that gradient reductions hide behind
     bubble_unit_s: Array  # the time per micro-batch that sizes the pipeline bubble
     send_bytes: Array  # what one pipeline send between stages carries
+    units: Array | float = 1.0  # layers of the stage: ZeRO-3 gathers and scatters each apart
+    host_s: Array | float = 0.0  # host time to launch the micro-batch's kernels
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +141,12 @@ class Workload(Protocol):
         ...
 
     def model_flops_per_step(self, training: TrainingSpec) -> float:
-        """Model FLOPs of one step (forward and backward, no recompute)."""
+        """Model FLOPs of one step (forward and backward, no recompute), attention as
+        computed (causal: half the scores)."""
+        ...
+
+    def palm_flops_per_step(self, training: TrainingSpec) -> float:
+        """The same in PaLM's convention (all scores counted), for `mfu_palm`."""
         ...
 
     def checkpoint_bytes(self, training: TrainingSpec) -> float:

@@ -46,7 +46,7 @@ _GPU_INFO_KEYS = ("description", "tdp", "year")
 _GPU_REQUIRED = ("peak_flops", "hbm_capacity", "hbm_bandwidth")
 _INTEGER_FIELDS = ("gpus_per_node", "scale_up_domain_gpus")
 _MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
-               "gated_mlp", "tied_embeddings")
+               "gated_mlp", "tied_embeddings", "dropout")
 
 
 def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> str:

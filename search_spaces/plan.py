@@ -27,7 +27,9 @@ class PlanSection(Frozen):
     """Degrees of tensor, pipeline, data and context parallelism and the memory savers.
 
     `dp` left out fills the cluster; `sync` left out takes the fastest collective for the
-    message; `parameter_servers` counts the servers of `sync: parameter_server`."""
+    message; `parameter_servers` counts the servers of `sync: parameter_server`;
+    `shard_group` left out shards ZeRO state over every data-parallel rank, else over groups of
+    that many ranks, replicated across the groups (hybrid sharding, HSDP)."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -41,10 +43,12 @@ class PlanSection(Frozen):
     offload: Choosable[Offload] = Offload.NONE
     sync: Choosable[Sync] | None = None
     parameter_servers: IntChoosable[Count] | None = None
+    shard_group: IntChoosable[Count] | None = None
 
     def record(self) -> PlanRecord:
         """The plan of a section without choices (SpecError naming the first choice)."""
         v = {name: fixed(getattr(self, name), field=f"plan.{name}") for name in PLAN_FIELDS}
         v["dp"] = v["dp"] or 0
         v["parameter_servers"] = v["parameter_servers"] or 1
+        v["shard_group"] = v["shard_group"] or 0
         return PlanRecord(**v)

@@ -44,6 +44,9 @@ class ModelSection(Frozen):
     seq_len: Size
     gated_mlp: bool = Field(default=False, strict=True)
     tied_embeddings: bool = Field(default=False, strict=True)
+    dropout: bool = Field(default=True, strict=True)
+    """Hidden and attention dropout in training (Megatron's GPT default); Llama-style models
+    train without (their dropout masks are not stored)."""
 
     @field_validator("kind")
     @classmethod
@@ -170,11 +173,25 @@ class StackSection(Frozen):
     - dp_overlap: share of the backward (forward) pass that hides data-parallel gradient
       reductions (weight gathers); 0 for a stack that reduces after the backward pass;
     - tp_overlap: share of tensor-parallel traffic hidden behind GEMMs (Transformer Engine's
-      userbuffers overlap); 0 without it."""
+      userbuffers overlap); 0 without it;
+    - params: what the weights live in: bf16 (Megatron: fp32 master copy in the optimizer),
+      fp32 (PyTorch autocast, FSDP2's fp32 sharded parameters), fp8 (fp8 primary weights);
+    - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
+    - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
+      (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
+    - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
+      PyTorch modules) or compiled (torch.compile): kernel launches, element-wise HBM passes
+      and saved copies per layer (cost.software);
+    - cuda_graphs: the host replays captured CUDA graphs (no per-kernel launch cost)."""
 
     flash_attention: bool | None = Field(default=None, strict=True)
     dp_overlap: Fraction | None = None
     tp_overlap: Fraction | None = None
+    params: Literal["bf16", "fp32", "fp8"] | None = None
+    main_grads: Literal["fp32", "bf16"] | None = None
+    fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
+    kernels: Literal["fused", "eager", "compiled"] | None = None
+    cuda_graphs: bool | None = Field(default=None, strict=True)
 
     def apply(self, efficiency: Efficiency) -> Efficiency:
         """`efficiency` with the fields this stack names."""

@@ -31,7 +31,8 @@ def test_model_flops_are_6n_plus_attention() -> None:
     m = small_model()
     n = m.layers * layer_parameters(m) + m.vocab * m.hidden
     assert matmul_parameters(m) == n
-    assert model_flops_per_token(m) == 6 * n + 12 * m.layers * m.hidden * m.seq_len
+    assert model_flops_per_token(m) == 6 * n + 6 * m.layers * m.hidden * m.seq_len
+    assert model_flops_per_token(m, causal=False) == 6 * n + 12 * m.layers * m.hidden * m.seq_len
 
 
 def test_attention_core_flops() -> None:

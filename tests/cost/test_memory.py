@@ -21,7 +21,8 @@ def _in_flight(**plan: float):  # type: ignore[no-untyped-def]
 
 def per_layer(flash: bool = False, **plan: float) -> float:
     r = resolved(**plan)
-    return float(activation_bytes_per_layer(gpt(), r, act_bytes=2.0, flash_attention=flash))
+    return float(activation_bytes_per_layer(gpt(), r, act_bytes=2.0, input_bytes=2.0,
+                                            flash_attention=flash))
 
 
 def test_korthikanti_no_parallelism() -> None:
@@ -91,5 +92,5 @@ def test_offload_without_expansion_capacity_does_not_fit() -> None:
 def test_usable_hbm_subtracts_the_reserve() -> None:
     report = evaluate(gpt(), cluster(8), run(64), Plan(tp=8, pp=8))
     eff = DEFAULT_EFFICIENCY
-    usable = (80 * 2**30 - eff.reserved_bytes) * eff.usable_fraction
+    usable = (80 * 2**30 - eff.reserved_bytes - eff.nccl_bytes) * eff.usable_fraction
     assert float(report.hbm_usable_bytes) == pytest.approx(usable)

@@ -10,7 +10,7 @@ import pytest
 
 import cost
 import cost.codec
-from search_spaces import PLAN_FIELDS, Space, SpecError, parse_spec
+from search_spaces import Space, SpecError, parse_spec
 
 TINY = {"name": "tiny", "layers": 8, "hidden": 256, "heads": 8, "vocab": 1000, "seq_len": 128}
 
@@ -36,9 +36,8 @@ def as_list(value: Any) -> list[Any]:
 def brute_force_count(data: dict[str, Any]) -> int:
     """Every combination of the written values (nodes and plan knobs), kept when
     cost.plan_violations finds nothing and sequence parallelism is not a no-op (tp = 1)."""
-    plan_values = {k: as_list(data["plan"].get(k, default))
-                   for k, default in zip(PLAN_FIELDS, (1, 1, None, 1, 1, 1, "none", False, 0,
-                                                        "none", None, None), strict=True)}
+    plan_values = {k.name: as_list(data["plan"].get(k.name, getattr(k.default, "value", k.default)))
+                   for k in cost.KNOBS}
     total = 0
     for nodes in as_list(data["cluster"]["nodes"]):
         fixed = parse_spec({**data, "cluster": {**data["cluster"], "nodes": nodes}, "plan": {}})

@@ -1,0 +1,86 @@
+"""What the training software does to a transformer layer beyond its FLOPs: how many kernels it
+launches, how many times element-wise work streams the activations through HBM, which copies
+it keeps for the backward pass, and how long the host takes to launch it all.
+
+Three kernel styles (a spec's `stack.kernels`):
+- "fused": Megatron-Core with Transformer Engine, the model's default: norms fused into the
+  next GEMM (LayerNormLinear), fused bias-dropout-add, fused SwiGLU/GeLU, flash attention,
+  vocabulary-parallel fp32 cross-entropy.
+- "eager": plain PyTorch modules under autocast (shared/validation/gpu/measure.py): every
+  norm, cast, add and activation its own kernel, the attention output copied by a reshape.
+- "compiled": the same under torch.compile: element-wise chains fused by Inductor.
+With `stack.cuda_graphs` the host replays captured graphs and launches nothing per kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .errors import CostModelError
+
+if TYPE_CHECKING:
+    from .efficiency import Efficiency
+
+__all__ = ["KERNEL_STYLES", "KernelStyle", "kernel_style"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KernelStyle:
+    """One software stack's layer, counted.
+
+    forward_kernels, backward_kernels: kernels one layer launches per micro-batch (for a plain
+    MLP; a gated MLP adds `gated_kernels` forward and twice that backward).
+    hidden_passes, ffn_passes: activation-sized (tokens x hidden, tokens x ffn) HBM passes of
+    element-wise work per layer forward, in units of the activation's element size (None: the
+    Efficiency's own, calibrated values); a gated MLP adds `gated_passes` (the product of the
+    two halves: two reads and a write).
+    projection_copies: copies of the attention output kept for the backward pass.
+    logits_bytes: bytes per token and vocabulary entry held at the loss."""
+
+    forward_kernels: float
+    backward_kernels: float
+    gated_kernels: float
+    hidden_passes: float | None
+    ffn_passes: float | None
+    gated_passes: float = 0.0
+    projection_copies: float
+    logits_bytes: float
+
+
+KERNEL_STYLES = {
+    # TE LayerNormLinear (norm + GEMM: 2), RoPE, flash attention, projection, bias-dropout-add,
+    # LayerNormLinear fc1, activation, fc2, bias-dropout-add; backward: dgrad + wgrad per GEMM,
+    # norm backward, attention backward and its preprocessing, the activation's backward.
+    "fused": KernelStyle(forward_kernels=11.0, backward_kernels=22.0, gated_kernels=0.0,
+                         hidden_passes=None, ffn_passes=None, projection_copies=1.0,
+                         logits_bytes=8.0),
+    # measure.py's Block under autocast: 2 norms, 4 weight casts, 4 GEMMs (addmm), attention,
+    # the reshape copy, 2 residual adds, the activation (16); backward: per GEMM dgrad, wgrad,
+    # bias reduction, cast back and fp32 accumulation (20), 2 norm backwards (4), attention
+    # (2), copy, activation, branch sums (4). Passes: the fp32 residual stream read and written
+    # by 2 adds and 2 norms and cast for the GEMMs (24), the reshape copy (2); the activation
+    # reads and writes its input (2). logits: bf16 logits, their fp32 copy and log-softmax,
+    # and the fp32 gradient (2 + 4 + 4 + 4).
+    "eager": KernelStyle(forward_kernels=16.0, backward_kernels=30.0, gated_kernels=2.0,
+                         hidden_passes=26.0, ffn_passes=2.0, gated_passes=3.0,
+                         projection_copies=2.0,
+                         logits_bytes=14.0),
+    # Inductor fuses each chain of norm, cast and add into one kernel: 4 GEMMs, attention,
+    # 3 fused kernels; backward the GEMMs' 8, attention's 2 and 4 fused. Passes: the residual
+    # stream read and written once per fused kernel (8); the activation fused into its
+    # neighbours (2). The cross-entropy is fused with the logits' cast (4 + 4).
+    "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
+                            hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
+                            logits_bytes=8.0),
+}
+KERNELS = tuple(KERNEL_STYLES)
+
+
+def kernel_style(eff: Efficiency) -> KernelStyle:
+    """The Efficiency's kernel style (CostModelError naming the choices if unknown)."""
+    try:
+        return KERNEL_STYLES[eff.kernels]
+    except KeyError:
+        raise CostModelError(f"stack.kernels {eff.kernels!r} is unknown; use one of "
+                             f"{', '.join(KERNELS)}") from None
