@@ -20,56 +20,17 @@ import csv
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.accuracy import stack, stated  # noqa: E402
+from benchmarks.cases import case_spec, stated  # noqa: E402
 from cost import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency  # noqa: E402
 from tuner.engine.calibrate import Measurement, errors, fit, read_measurements, split, summary  # noqa: E402
 
 DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.csv"
-
-
-def case_spec(row: dict[str, str]) -> dict[str, Any]:
-    """A spec for one validation case: the published plan, blank fields as choices."""
-    gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
-    tp, pp = int(row["tp"]), int(row["pp"])
-    layers = int(row["layers"])
-    plan: dict[str, Any] = {"tp": tp, "pp": pp, "dp": int(row["dp"]),
-                            "cp": int(row["cp"] or 1)}
-    batch = int(row["global_batch"])
-    blanks: dict[str, Any] = {
-        "micro_batch": [b for b in (1, 2, 4, 8) if batch % (int(row["dp"]) * b) == 0],
-        "recompute": ["none", "selective", "full"],
-        "sequence_parallel": [False, True] if tp > 1 else False,
-        "virtual_stages": [v for v in range(1, layers // pp + 1) if (layers // pp) % v == 0]
-        if pp > 1 else 1,
-        "zero": [0, 1],
-    }
-    for name, choices in blanks.items():
-        given = row.get(name, "").strip()
-        if name == "sequence_parallel" and given:
-            plan[name] = given.lower() == "true"
-        elif given:
-            plan[name] = given if name == "recompute" else int(given)
-        else:
-            plan[name] = choices
-    return {
-        "name": f"case-{row['case']}",
-        "model": {"name": row["model"], "layers": layers, "hidden": int(row["hidden"]),
-                  "heads": int(row["heads"]), "kv_heads": int(row["kv_heads"] or row["heads"]),
-                  "ffn_hidden": int(row["ffn_hidden"]), "vocab": int(row["vocab"]),
-                  "seq_len": int(row["seq_len"]), "gated_mlp": row["gated_mlp"] in ("1", "true")},
-        "training": {"global_batch": batch, "precision": row["precision"]},
-        "cluster": {"gpu": row["gpu"], "nodes": max(1, gpus // per_node),
-                    "gpus_per_node": min(per_node, gpus)},
-        "plan": plan,
-        "stack": stack(row).model_dump(exclude_none=True),
-    }
 
 
 def write_measurements(cases: Path, folder: Path, *, as_stated: bool) -> Path:

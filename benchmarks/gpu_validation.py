@@ -36,7 +36,7 @@ MODELS = {  # measure.py MODELS: layers, hidden, heads, kv_heads, ffn, vocab, ga
     "llama-1b": (16, 2048, 32, 8, 8192, 128256, True),
     "llama-3b": (28, 3072, 24, 8, 8192, 128256, True),
 }
-STACK = {"params": "fp32", "main_grads": "fp32", "tp_overlap": 0.0}
+STACK = {"params": "fp32", "autocast": True, "main_grads": "fp32", "tp_overlap": 0.0}
 """What measure.py's PyTorch does: fp32 weights under bf16 autocast (their own master
 copy), fp32 gradients, no Transformer Engine (no TP overlap: one GPU has none anyway)."""
 _GIB = float(2**30)

@@ -74,6 +74,10 @@ class Efficiency:
     """What the weights live in on the GPU: "bf16" (16-bit weights, fp32 master copy in the
     optimizer: Megatron), "fp32" (PyTorch autocast: fp32 weights, no master copy), "fp8" (fp8
     primary weights); None: the training precision's (cost.precision.state_bytes)."""
+    autocast: bool = False
+    """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
+    forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit
+    (Megatron) or cast once when FSDP gathers them (FSDP2's MixedPrecisionPolicy)."""
     main_grads: str | None = None
     """Precision of the gradient buffer that accumulates and reduces: "fp32" (Megatron's
     default main grads) or "bf16"; None: fp32 for bf16/fp8 training, fp16 for fp16."""

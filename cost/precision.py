@@ -49,14 +49,18 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     `eff.params`: "bf16" (Megatron: 16-bit weights, fp32 master copy in the optimizer),
     "fp32" (PyTorch autocast: fp32 weights are their own master, optimizer 8 bytes of Adam
     moments), "fp8" (Transformer Engine's fp8 primary weights / fp8 parameter all-gather, fp32
-    master in the optimizer); None: element_bytes. `eff.main_grads`: "fp32" or "bf16" for the
-    gradient buffer (Megatron's --grad-reduce-in-bf16, FSDP2's reduce_dtype); None: as
-    element_bytes."""
+    master in the optimizer); None: element_bytes, except that fp8 training keeps fp8 weights,
+    as the fp8 recipes of Megatron-Bridge and NeMo 2 set fp8_param_gather (Megatron-Bridge
+    src/megatron/bridge/training/mixed_precision.py: bf16_with_fp8_delayed_scaling_mixed,
+    bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed). `eff.main_grads`: "fp32" or
+    "bf16" for the gradient buffer (grad_reduce_in_fp32, FSDP2's reduce_dtype); None: as
+    element_bytes (fp32 for bf16 and fp8: bf16_mixed's grad_reduce_in_fp32=True)."""
     base = element_bytes(precision)
     weight, optimizer = base["weight"], base["optimizer"]
-    if eff.params == "fp32":
+    params = eff.params or ("fp8" if precision == "fp8" else None)
+    if params == "fp32":
         weight, optimizer = 4.0, 8.0
-    elif eff.params == "fp8":
+    elif params == "fp8":
         weight = 1.0
     gradient = {"fp32": 4.0, "bf16": 2.0}.get(eff.main_grads or "", base["gradient"])
     return StateBytes(weight=weight, gradient=gradient, optimizer=optimizer)

@@ -35,7 +35,9 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
     """The micro-batches of a step on the slowest stage, its bubble and sends, and what the
     data-parallel replicas and the optimizer add."""
     m = d.micro_batches
-    dp_comm = _dp_comm_s(cluster, held, stage, d, eff)
+    launch = launch_bound_s(stage)
+    bubble = pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s + launch)
+    dp_comm = _dp_comm_s(cluster, held, stage, d, eff, idle_s=bubble)
     if workload.asynchronous_parameter_servers:
         pushed = sum((g.params * held.state.gradient for g in held.groups), start=np.float64(0))
         servers = asynchronous_parameter_server_s(pushed, d, cluster, eff,
@@ -43,12 +45,11 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
         dp_comm = np.where(d.sync == PARAMETER_SERVER, servers, dp_comm)
     optimizer, offload = _optimizer_and_offload_s(cluster, held, d, eff,
                                                   micro_batch_s=stage.compute_s)
-    launch = launch_bound_s(stage)
     return StepTime(
         compute_s=m * stage.compute_s, recompute_s=m * stage.recompute_s,
         tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,
         pp_comm_s=_pp_comm_s(cluster, stage, d, eff),
-        pp_bubble_s=pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s + launch),
+        pp_bubble_s=bubble,
         dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload, launch_s=m * launch)
 
 
@@ -71,7 +72,7 @@ def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficien
 
 
 def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degrees,
-               eff: Efficiency) -> Array:
+               eff: Efficiency, *, idle_s: Array) -> Array:
     """Exposed gradient reduction of each parameter group over its replicas.
 
     ZeRO 0: one all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
@@ -82,7 +83,10 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
     prefetched behind the previous layer's compute, so the exposed time is per layer and the
     ring's latency is paid per layer. With hybrid sharding the shards reduce their gradient
     shard across the shard groups once per step. Bucketed reductions hide behind `dp_overlap`
-    of the pass next to them (cost.overlap)."""
+    of the pass next to them (cost.overlap); the once-per-step ones also run while the stage
+    idles in the pipeline's fill and drain (`idle_s`, the bubble: as each model chunk finishes
+    its last backward its gradient buckets reduce while the later stages drain, and the
+    parameters gather for the next step while they fill)."""
     total: Array = np.float64(0.0)
     for group in held.groups:
         shard = group.shard_ranks
@@ -105,13 +109,13 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
         allreduce = gradient_sync_s(grads, n=group.replicas, stride=group.stride,
                                     cluster=cluster, sync=d.sync, servers=d.parameter_servers,
                                     eff=eff)
-        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, stage.backward_s)
-                            + hidden(gather, stage.forward_s),
-                            hidden(allreduce, stage.backward_s))
-        per_step = np.where(d.zero >= 2, hidden(gather, stage.forward_s)
-                            + hidden(replicas, stage.backward_s), per_step)
+        backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
+        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, backward)
+                            + hidden(gather, forward), hidden(allreduce, backward))
+        per_step = np.where(d.zero >= 2, hidden(gather, forward) + hidden(replicas, backward),
+                            per_step)
         per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s), 0.0)
-        per_step = np.where(d.zero >= 3, hidden(replicas, stage.backward_s), per_step)
+        per_step = np.where(d.zero >= 3, hidden(replicas, backward), per_step)
         per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden),
                           per_mb)
         total = total + per_step + d.micro_batches * per_mb

@@ -100,14 +100,14 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     sizes: dict[str, Any] = {"act_bytes": activation_bytes(training.precision),
              "input_bytes": gemm_input_bytes(training.precision),
              "flash_attention": eff.flash_attention,
-             "norm_bytes": 4.0 if eff.params == "fp32" else None,
+             "norm_bytes": 4.0 if eff.autocast else None,
              "projection_copies": style.projection_copies}
     per_layer = activation_bytes_per_layer(model, d, **sizes)
     activations = per_layer * layers_in_flight(d, shape)
     params = stage_parameters(model, d, shape)
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
                              logits_bytes=style.logits_bytes, sizes=sizes)
-    if eff.params == "fp32":  # autocast keeps a 16-bit copy of every weight for the backward
+    if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward
         buffers = buffers + 2.0 * params
     return Footprint(
         groups=(ParamGroup(params=params, replicas=d.dp * d.cp, stride=d.tp,

@@ -11,11 +11,11 @@ import numpy as np
 from .collectives import all_gather_s, allreduce_s, group_link, reduce_scatter_s
 from .degrees import Degrees
 from .efficiency import Efficiency
+from .errors import CostModelError
 from .flops import attention_core_flops, layer_gemms, layer_parameters
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .overlap import exposed_s
-from .errors import CostModelError
 from .precision import element_bytes, gemm_input_bytes
 from .software import kernel_style
 from .workload import StageCost
@@ -105,12 +105,12 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
 
 def _autocast_weight_s(model: ModelSpec, d: Degrees, eff: Efficiency, *,
                        hbm_bytes_per_s: float) -> tuple[Array | float, Array | float]:
-    """HBM traffic of fp32 weights under autocast (`stack.params: fp32`), per layer and
+    """HBM traffic of fp32 weights under autocast (`stack.autocast`), per layer and
     micro-batch: each forward casts every weight to 16 bits (read 4 bytes, write 2), and the
     backward adds each 16-bit weight gradient into the fp32 gradient (read 2 and 4, write 4).
     Megatron's 16-bit weights and its wgrad GEMMs accumulating into fp32 main grads (gradient
     accumulation fusion) pay neither."""
-    if eff.params != "fp32":
+    if not eff.autocast:
         return 0.0, 0.0
     params = layer_parameters(model) / d.tp
     return (memory_bound_s(6.0 * params, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff),

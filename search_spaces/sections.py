@@ -176,6 +176,7 @@ class StackSection(Frozen):
       userbuffers overlap); 0 without it;
     - params: what the weights live in: bf16 (Megatron: fp32 master copy in the optimizer),
       fp32 (PyTorch autocast, FSDP2's fp32 sharded parameters), fp8 (fp8 primary weights);
+    - autocast: 16-bit compute by torch.autocast over fp32 weights (plain PyTorch AMP);
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
@@ -188,6 +189,7 @@ class StackSection(Frozen):
     dp_overlap: Fraction | None = None
     tp_overlap: Fraction | None = None
     params: Literal["bf16", "fp32", "fp8"] | None = None
+    autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None

@@ -35,34 +35,11 @@ PER_EXAMPLE = 60
 PER_CASE = 24
 
 
-def _sources() -> list[dict[str, Any]]:
-    return list(yaml.safe_load((ROOT / "benchmarks" / "sources.yaml").read_text()))
-
-
-def _stack(row: dict[str, str]) -> dict[str, Any]:
-    for entry in _sources():
-        if row["source"].startswith(entry["source_starts_with"]):
-            return dict(entry.get("stack") or {})
-    return {}
-
-
 def _case_base(row: dict[str, str]) -> dict[str, Any]:
-    model: dict[str, Any] = {
-        "name": row["model"], "layers": int(row["layers"]), "hidden": int(row["hidden"]),
-        "heads": int(row["heads"]), "vocab": int(row["vocab"]), "seq_len": int(row["seq_len"]),
-        "gated_mlp": row.get("gated_mlp", "0") in ("1", "true"),
-    }
-    for key in ("kv_heads", "ffn_hidden"):
-        if row.get(key, "").strip():
-            model[key] = int(row[key])
-    gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
-    return {
-        "name": f"case-{row['case']}", "model": model,
-        "training": {"global_batch": int(row["global_batch"]), "precision": row["precision"]},
-        "cluster": {"gpu": row["gpu"], "nodes": max(1, gpus // per_node),
-                    "gpus_per_node": min(per_node, gpus)},
-        "stack": _stack(row),
-    }
+    """The row's spec (benchmarks/cases.py) without its plan."""
+    from benchmarks.cases import case_spec
+
+    return {k: v for k, v in case_spec(row).items() if k != "plan"}
 
 
 def _case_plans(row: dict[str, str]) -> list[dict[str, Any]]:
@@ -81,12 +58,15 @@ def _case_plans(row: dict[str, str]) -> list[dict[str, Any]]:
     grid = [{"tp": tp, "pp": pp, "dp": dp, "cp": cp, "micro_batch": mb, "recompute": rc,
              "sequence_parallel": sp, "virtual_stages": vs, "zero": z}
             for mb, rc, sp, vs, z in itertools.product(mbs, rcs, sps, vss, zeros)]
+    if row.get("fsdp_shard_group"):
+        grid = [{**g, "shard_group": int(row["fsdp_shard_group"])} for g in grid]
     step = max(1, len(grid) // PER_CASE)
     return grid[::step][:PER_CASE]
 
 
 def _example_entries(path: Path) -> list[dict[str, Any]]:
-    from search_spaces import Space, load_spec, plan_as_dict
+    from cost import PlanRecord
+    from search_spaces import Space, load_spec
 
     spec = load_spec(path)
     space = Space.from_spec(spec)
@@ -104,9 +84,8 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     start = 0
     for values, cluster, chunk in chunks:
         for i in sorted(j - start for j in wanted if start <= j < start + len(chunk.tp)):
-            one = type(chunk)(**{k: float(getattr(chunk, k)[i]) for k in
-                                 chunk.__dataclass_fields__})
-            picked.append((values, plan_as_dict(one, gpus=float(cluster.gpus))))
+            plan = PlanRecord.of(chunk, gpus=float(cluster.gpus), index=i).as_dict()
+            picked.append((values, plan))
         start += len(chunk.tp)
     out = []
     for values, plan in picked:
@@ -120,7 +99,8 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
         gpu = cluster["gpu"]
         if isinstance(gpu, list):
             cluster["gpu"] = values["gpu"]
-        plan = {k: v for k, v in plan.items() if not (k == "sync" and v == "auto")}
+        plan = {k: v for k, v in plan.items()
+                if not (k == "sync" and v == "auto") and not (k == "shard_group" and v == 0)}
         base = {k: v for k, v in raw.items() if k not in ("plan", "cluster", "search",
                                                            "objective", "constraints")}
         out.append({"spec": {**base, "cluster": cluster, "plan": plan}})

@@ -23,8 +23,7 @@ def measured_runs(tmp_path: Path) -> Path:
     for i, (tp, pp, mb) in enumerate([(1, 1, 1), (2, 1, 2), (4, 1, 1), (8, 1, 4), (2, 2, 1),
                                       (1, 4, 2)]):
         data = tiny(f"run{i}", plan={"tp": tp, "pp": pp, "micro_batch": mb})
-        data["model"]["hidden"] = 2048
-        data["model"]["heads"] = 16
+        data["model"].update(hidden=2048, heads=16, seq_len=2048)  # not launch-bound
         path = write(tmp_path, data)
         spec = load_spec(path)
         seconds = float(evaluate(*spec.to_cost_inputs(), efficiency=TRUE).step_time_s)
@@ -53,6 +52,7 @@ def test_cli_writes_a_profile_that_specs_apply(tmp_path: Path) -> None:
     profile = yaml.safe_load(out.read_text())
     assert profile["gemm_fraction_by_gpu"]["a100-80gb"] == pytest.approx(0.45, abs=0.02)
     data = tiny("calibrated", plan={"tp": 2})
+    data["model"].update(hidden=2048, heads=16, seq_len=2048)  # not launch-bound
     data["calibration"] = "profile.yaml"
     spec = load_spec(write(tmp_path, data))
     slow = float(evaluate(*spec.to_cost_inputs(), efficiency=spec.efficiency()).step_time_s)
