@@ -39,7 +39,7 @@ def _reshape(shown: list[str], printed: list[str]) -> list[str]:
         return printed
     cut = shown.index("...")
     head, tail = shown[:cut], shown[cut + 1:]
-    body = printed[:len(head)] + ["..."]
+    body = [*printed[:len(head)], "..."]
     return body + (printed[-len(tail):] if tail else [])
 
 
