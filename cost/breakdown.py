@@ -39,6 +39,7 @@ class StepTime:
     dp_comm_s: Array
     optimizer_s: Array
     offload_s: Array
+    ep_comm_s: Array | float = 0.0  # exposed expert-parallel token all-to-alls (MoE only)
 
     @property
     def total_s(self) -> Array:

@@ -107,6 +107,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("recompute", Recompute.NONE, Recompute), Knob("sequence_parallel", False),
     Knob("zero", 0), Knob("offload", Offload.NONE, Offload),
     Knob("sync", None, Sync, unset_code=-1.0), Knob("parameter_servers", None, unset_code=1.0),
+    Knob("ep", 1), Knob("etp", 1),
 )
 """Every plan knob, in cost.Plan's order."""
 PLAN_KNOBS: tuple[str, ...] = tuple(k.name for k in KNOBS)
@@ -139,6 +140,8 @@ class PlanRecord:
     offload: Offload = Offload.NONE
     sync: Sync | None = None
     parameter_servers: int = 1
+    ep: int = 1
+    etp: int = 1
 
     def to_plan(self) -> Plan:
         """The model's numeric plan (scalars)."""

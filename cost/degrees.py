@@ -30,6 +30,14 @@ class Degrees:
     parameter_servers: Array
     gpus: Array
     micro_batches: Array
+    ep: Array  # expert-parallel degree (1 for a dense model)
+    etp: Array  # tensor-parallel degree inside an expert
+
+    @property
+    def edp(self) -> Array:
+        """Expert data-parallel degree: the attention ranks of a stage, tp·cp·dp, folded
+        into ep·etp expert ranks (Megatron-Core's MoE parallel folding, arXiv 2504.14960)."""
+        return self.tp * self.cp * self.dp / (self.ep * self.etp)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -51,5 +59,5 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         recompute=a["recompute"], sp=np.where(a["tp"] > 1, a["sequence_parallel"], 0.0),
         zero=a["zero"], offload=a["offload"], sync=a["sync"],
         parameter_servers=a["parameter_servers"], gpus=a["gpus"],
-        micro_batches=training.global_batch / (dp * mb),
+        micro_batches=training.global_batch / (dp * mb), ep=a["ep"], etp=a["etp"],
     )

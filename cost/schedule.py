@@ -47,7 +47,8 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
         tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,
         pp_comm_s=_pp_comm_s(cluster, stage, d, eff),
         pp_bubble_s=pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s),
-        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload)
+        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload,
+        ep_comm_s=m * stage.ep_comm_s)
 
 
 def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficiency) -> Array:

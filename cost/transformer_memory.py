@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .attention import attention_shape
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import layer_parameters
@@ -24,7 +25,8 @@ from .workload import Footprint, ParamGroup, StateBytes
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight", "stage_parameters"]
+__all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight",
+           "mlp_activation_elements", "stage_parameters"]
 
 
 def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = None) -> Array:
@@ -37,8 +39,16 @@ def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = No
     return layers + ends * vocab + 2.0 * model.hidden
 
 
+def mlp_activation_elements(ffn_hidden: float, gated: bool) -> float:
+    """16-bit values an MLP (or an expert) of width f stores per token between its two
+    GEMMs, in Korthikanti's units (bytes at 2 per value): 4f (GeLU input and output), 8f for
+    a gated MLP."""
+    return (8.0 if gated else 4.0) * ffn_hidden
+
+
 def activation_bytes_per_layer(
-    model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool
+    model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool,
+    ffn_hidden: float | None = None,
 ) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes).
 
@@ -46,11 +56,16 @@ def activation_bytes_per_layer(
     T·(4h + 4·kv_hidden + (4 or 8)·ffn) (Q, K, V, projection input, MLP intermediates), score
     part 5·b·heads·(s/cp)·s (softmax, dropout), dropped by selective recompute and never stored
     by flash attention (which keeps a per-row softmax statistic, negligible). Full recompute
-    keeps only the layer input 2·T·h. Sizes scale with act_bytes / 2 (Korthikanti's are fp16)."""
-    h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
+    keeps only the layer input 2·T·h. Sizes scale with act_bytes / 2 (Korthikanti's are fp16).
+    Attention widths generalise 4h + 4·kv_hidden to 2·(Q + K + V + output-projection input),
+    plus MLA's latents (replicated); `ffn_hidden` overrides the MLP width (0: none)."""
+    h = model.hidden
+    f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
+    a = attention_shape(model)
     tokens = d.mb * model.seq_len / d.cp
-    replicated = 10.0 * tokens * h / d.shard
-    sharded = tokens * (4.0 * h + 4.0 * kv + (8.0 if model.gated_mlp else 4.0) * f) / d.tp
+    replicated = (10.0 * h + 2.0 * a.latent_width) * tokens / d.shard
+    widths = 2 * (a.q_width + a.k_width + a.v_width + a.out_width)
+    sharded = tokens * (widths + mlp_activation_elements(f, model.gated_mlp)) / d.tp
     s = model.seq_len
     scores = 0.0 if flash_attention else 5.0 * d.mb * model.heads * (s / d.cp) * s / d.tp
     scale = act_bytes / 2.0
@@ -95,15 +110,17 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
 
 def _buffers_bytes(
     model: ModelSpec, d: Degrees, shape: StageShape, *, per_layer: Array, first_stage: Array,
-    act_bytes: float, flash_attention: bool,
+    act_bytes: float, flash_attention: bool, rebuilt: Array | None = None,
 ) -> Array:
     """Transient working memory on the fullest stage. The last stage computes the loss on fp32
     logits and their gradient (T·V/tp·8 bytes) while holding one micro-batch of its layers; the
     first stage holds the most activations; pp = 1 holds both. Under full recompute, one layer's
-    whole activations while it is rebuilt."""
+    whole activations while it is rebuilt (`rebuilt`, default a layer of this model)."""
     logits = 8.0 * shape.tokens_per_micro_batch * model.vocab / d.tp
     last_stage = per_layer * shape.last_stage_layers + logits
     ends = np.where(d.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
-    rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
-                                         act_bytes=act_bytes, flash_attention=flash_attention)
+    if rebuilt is None:
+        rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
+                                             act_bytes=act_bytes,
+                                             flash_attention=flash_attention)
     return ends + np.where(d.recompute >= 2, rebuilt, 0.0)

@@ -53,6 +53,7 @@ class StageCost:
     backward_s: Array  # the backward pass that gradient reductions hide behind
     bubble_unit_s: Array  # the time per micro-batch that sizes the pipeline bubble
     send_bytes: Array  # what one pipeline send between stages carries
+    ep_comm_s: Array | float = 0.0  # exposed expert-parallel all-to-alls (mixture of experts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

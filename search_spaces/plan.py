@@ -27,7 +27,9 @@ class PlanSection(Frozen):
     """Degrees of tensor, pipeline, data and context parallelism and the memory savers.
 
     `dp` left out fills the cluster; `sync` left out takes the fastest collective for the
-    message; `parameter_servers` counts the servers of `sync: parameter_server`."""
+    message; `parameter_servers` counts the servers of `sync: parameter_server`; `ep` and
+    `etp` (a mixture of experts only) are the expert-parallel degree and the tensor-parallel
+    degree inside an expert."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -41,6 +43,8 @@ class PlanSection(Frozen):
     offload: Choosable[Offload] = Offload.NONE
     sync: Choosable[Sync] | None = None
     parameter_servers: IntChoosable[Count] | None = None
+    ep: IntChoosable[Count] = 1
+    etp: IntChoosable[Count] = 1
 
     def record(self) -> PlanRecord:
         """The plan of a section without choices (SpecError naming the first choice)."""
