@@ -21,7 +21,7 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import attention_gemms, mlp_gemms
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
-from .kernels import gemm_s, memory_bound_s
+from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
 from .precision import element_bytes
@@ -31,8 +31,8 @@ from .workload import StageCost
 if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
-__all__ = ["DispatchBytes", "dispatch_bytes", "expert_layer_times", "paired_share",
-           "stage_cost"]
+__all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
+           "grouped_gemm_s", "paired_share", "stage_cost"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -135,10 +135,9 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
                    ) -> dict[str, Array]:
     """Forward seconds of routing on one rank: the router GEMM (tokens x hidden x experts) and
     its fp32 scores; permuting the tokens' top_k copies to their experts and back (read and
-    write, each way); the experts' grouped GEMMs, experts/ep local experts each on its share
-    of the routed copies (cost.kernels' shape factor makes many small GEMMs slower, as grouped
-    GEMM kernels are, MegaBlocks, Gale et al. 2023, sec. 6); and their activation function.
-    `activation` is that last term alone, what selective recompute redoes."""
+    write, each way); the experts' grouped GEMMs (grouped_gemm_s), experts/ep local experts
+    each on its share of the routed copies; and their activation function. `activation` is
+    that last term alone, what selective recompute redoes."""
     gpu = cluster.gpu
     peak, hbm = gpu.peak_for(training.precision), gpu.hbm_bandwidth_bytes_per_s
     fraction = eff.gemm_fraction_for(gpu)
@@ -157,13 +156,39 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
     experts: Value = 0.0
     for g in mlp_gemms(h, model.expert_ffn_hidden, model.gated_mlp):
         k, n = g.per_gpu(d.etp)
-        experts = experts + local_experts * gemm_s(
-            per_expert, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
-            element_bytes=act_bytes, fraction=fraction, eff=eff)
+        experts = experts + grouped_gemm_s(
+            local_experts, per_expert, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
+            element_bytes=act_bytes, fraction=fraction, eff=eff, padded=model.routes)
     activation = np.asarray(memory_bound_s(
         act_bytes * eff.elementwise_passes_ffn * routed * model.expert_ffn_hidden,
         hbm_bytes_per_s=hbm, eff=eff))
     return {"forward": router + permute + experts + activation, "activation": activation}
+
+
+GROUPED_TILE_ROWS = 128.0
+"""Rows of one tile of a grouped GEMM: each expert's tokens are padded to a multiple of it
+(DeepGEMM's M alignment of 128 for its contiguous grouped layout; CUTLASS grouped GEMM's
+128-row threadblock tiles)."""
+
+
+def grouped_gemm_s(groups: Value, m: Value, k: Value, n: Value, *, peak_flops_per_s: float,
+                   hbm_bytes_per_s: float, element_bytes: float, fraction: float,
+                   eff: Efficiency, padded: bool = True) -> Array:
+    """`groups` GEMMs of (m x k) @ (k x n), one per local expert, in one grouped kernel
+    (Transformer Engine's grouped GEMM, CUTLASS, DeepGEMM): the tiles of every group fill the
+    GPU together, so cost.kernels' saturating shape factor sees their rows stacked
+    (groups·m), and each group wastes the padding of its last tile; HBM traffic reads every
+    group's weights. Roofline: the slower of the two (MegaBlocks, Gale et al. 2023, sec. 5:
+    grouped and block-sparse expert kernels run near dense-GEMM throughput). Not `padded`:
+    a single expert is a plain GEMM of the routed tokens."""
+    rows = groups * m
+    fill = np.where((m > 0) & padded,
+                    m / (np.ceil(m / GROUPED_TILE_ROWS) * GROUPED_TILE_ROWS), 1.0)
+    rate = peak_flops_per_s * fraction * gemm_shape_factor(rows, k, n, eff.gemm_half_dim) * fill
+    compute_s = 2.0 * rows * k * n / np.maximum(rate, 1e-30)
+    memory_s = (element_bytes * (rows * k + groups * k * n + rows * n)
+                / (hbm_bytes_per_s * eff.hbm_fraction))
+    return np.maximum(compute_s, memory_s)
 
 
 def _selective_extra_s(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,

@@ -40,6 +40,7 @@ QUICK: dict[str, tuple[list[str], str]] = {
     "benchmarks/accuracy.py": (["--cases", "{cases}"], "mean absolute error"),
     "benchmarks/calibration.py": (["--cases", "{cases}"], "held out"),
     "benchmarks/comet_case_study.py": ([], "spread at one budget"),
+    "benchmarks/moe_accuracy.py": (["--limit", "6"], "mean absolute error"),
     "benchmarks/pareto_quality.py": (["--trials", "12", "--seeds", "1", "--samplers", "tpe"],
                                      "hypervolume"),
     "benchmarks/search_quality.py": (["--trials", "12", "--seeds", "1", "--no-flat",
