@@ -54,6 +54,10 @@ def test_default_search_finds_the_exhaustive_optimum(tmp_path: Path,
     found = json.loads(tpe.stdout)["best"][0]
     assert found["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-9)
     assert found["workload"] == "moe" and "ep_comm" in found["time_breakdown_s"]
+    report = _run("report", "tiny-moe", "--json")
+    assert report.exit_code == 0, report.output
+    html = Path(json.loads(report.stdout)["report"]).read_text(encoding="utf-8")
+    assert "EP all-to-all" in html
 
 
 def test_codesign_sweeps_ep_on_each_cluster(tmp_path: Path,

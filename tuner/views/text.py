@@ -155,11 +155,12 @@ def catalog_json(
 def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -> str:
     """Two tables: the models and the GPUs with their key figures."""
     lines = ["MODELS", f"  {'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} "
-             f"{'kv':>4} {'ffn':>6} {'vocab':>7} {'seq':>5}"]
+             f"{'kv':>4} {'ffn':>6} {'vocab':>7} {'seq':>5}  {'experts':>7} {'active':>8}"]
     for name, m in models.items():
         lines.append(f"  {name:<15} {m.parameters() / 1e9:7.1f}B {m.layers:>6} "
                      f"{m.hidden:>6} {m.heads:>5} {m.kv_heads:>4} {m.ffn_hidden:>6} "
-                     f"{m.vocab:>7} {m.seq_len:>5}")
+                     f"{m.vocab:>7} {m.seq_len:>5}  {_experts(m):>7} "
+                     f"{m.active_parameters() / 1e9:7.1f}B")
     lines += ["", "GPUS", f"  {'name':<10} {'bf16 TF/s':>9} {'fp16 TF/s':>9} {'HBM GiB':>8} "
               f"{'HBM TB/s':>8} {'up GB/s':>8} {'out GB/s':>8} {'$/h':>6} {'spot $/h':>8}"]
     for name, g in gpus.items():
@@ -171,6 +172,12 @@ def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -
             f"{g.scale_out_bandwidth_bytes_per_s / 1e9:8.1f} {g.price_usd_per_hour:6.2f} "
             f"{_or_dash(g.spot_price_usd_per_hour or 0.0, 8, 2)}")
     return "\n".join(lines)
+
+
+def _experts(model: ModelSpec) -> str:
+    """'256/8' (routed experts / per token) for a mixture of experts, '-' for a dense model."""
+    figures = _model_figures(model, "")
+    return f"{figures['experts']}/{figures['top_k']}" if "experts" in figures else "-"
 
 
 def _or_dash(value: float, width: int, digits: int) -> str:
