@@ -8,6 +8,7 @@ every workload shares; the typed result of one plan (result).
 May import numpy and the standard library only: nothing of Optuna, files or the command line.
 """
 
+from .attention import MLA
 from .breakdown import CostReport, MemoryUse, Price, StepTime
 from .codec import KNOBS, PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
@@ -16,6 +17,7 @@ from .evaluate import evaluate
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
 from .layers import Layer, LayersModel
+from .moe import MoEModelSpec
 from .precision import element_bytes
 from .result import ClusterSummary, PlanResult, plan_result
 from .sync import SYNC
@@ -38,6 +40,7 @@ __all__ = [
     "DEFAULT_EFFICIENCY",
     "FALLBACK_GEMM_FRACTION",
     "KNOBS",
+    "MLA",
     "PLAN_KNOBS",
     "PRECISIONS",
     "SYNC",
@@ -51,6 +54,7 @@ __all__ = [
     "Layer",
     "LayersModel",
     "MemoryUse",
+    "MoEModelSpec",
     "ModelSpec",
     "NoValidValueError",
     "Offload",

@@ -40,6 +40,7 @@ class StepTime:
     optimizer_s: Array
     offload_s: Array
     launch_s: Array  # the GPU waiting for the host to launch kernels (small micro-batches)
+    ep_comm_s: Array | float = 0.0  # exposed expert-parallel token all-to-alls (MoE only)
 
     @property
     def total_s(self) -> Array:

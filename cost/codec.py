@@ -108,6 +108,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("zero", 0), Knob("offload", Offload.NONE, Offload),
     Knob("sync", None, Sync, unset_code=-1.0), Knob("parameter_servers", None, unset_code=1.0),
     Knob("shard_group", None, unset_code=0.0),
+    Knob("ep", 1), Knob("etp", 1),
 )
 """Every plan knob, in cost.Plan's order."""
 PLAN_KNOBS: tuple[str, ...] = tuple(k.name for k in KNOBS)
@@ -141,6 +142,8 @@ class PlanRecord:
     sync: Sync | None = None
     parameter_servers: int = 1
     shard_group: int = 0  # ranks sharing one ZeRO shard (hybrid sharding); 0: all dp·cp ranks
+    ep: int = 1
+    etp: int = 1
 
     def to_plan(self) -> Plan:
         """The model's numeric plan (scalars)."""

@@ -17,7 +17,9 @@ from .inputs import Array, ClusterSpec, Value
 __all__ = [
     "Link",
     "all_gather_s",
+    "all_to_all_s",
     "allreduce_s",
+    "domain_members",
     "group_link",
     "p2p_s",
     "reduce_scatter_s",
@@ -50,6 +52,30 @@ def reduce_scatter_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
 def all_gather_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
     """Ring all-gather into a buffer of `nbytes`: the same cost as reduce-scatter."""
     return reduce_scatter_s(nbytes, n, bw, lat)
+
+
+def domain_members(cluster: ClusterSpec, *, stride: Value, size: Value) -> Array:
+    """Ranks of a group of `size` spaced `stride` apart (Megatron rank order) that share one
+    scale-up (NVLink) domain: the whole group when it fits in one."""
+    domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
+    return np.clip(np.floor(domain / np.maximum(stride, 1.0)), 1.0, size)
+
+
+def all_to_all_s(cluster: ClusterSpec, *, remote_bytes: Value, local_bytes: Value,
+                 size: Value, fraction: float, message_s: float) -> Array:
+    """An all-to-all among `size` ranks, its traffic split by the link it crosses: each rank
+    sends `remote_bytes` to ranks in other scale-up domains through its own NIC (one per GPU,
+    rail-optimised) and `local_bytes` to ranks of its domain over NVLink, both at once; the
+    slower sets the time. The bandwidth term is the pairwise exchange's (n-1)/n of the buffer
+    per rank (Thakur, Rabenseifner and Gropp 2005, sec. 4.4), split by destination; every
+    message is posted at once (NCCL's grouped send/recv, DeepEP), so the latency is paid once
+    plus `message_s` per peer. 0 when size = 1."""
+    up = np.asarray(cluster.scale_up_bandwidth_bytes_per_s, dtype=np.float64) * fraction
+    out = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64) * fraction
+    remote = np.asarray(remote_bytes, dtype=np.float64) > 0
+    lat = np.where(remote, cluster.scale_out_latency_s, cluster.scale_up_latency_s)
+    seconds = np.maximum(remote_bytes / out, local_bytes / up) + lat + (size - 1.0) * message_s
+    return np.where(size > 1, seconds, 0.0)
 
 
 def p2p_s(nbytes: Value, bw: Value, lat: Value) -> Value:

@@ -31,6 +31,14 @@ class Degrees:
     shard_group: Array  # ranks of one ZeRO shard (HSDP), resolved: all dp·cp where unset
     gpus: Array
     micro_batches: Array
+    ep: Array  # expert-parallel degree (1 for a dense model)
+    etp: Array  # tensor-parallel degree inside an expert
+
+    @property
+    def edp(self) -> Array:
+        """Expert data-parallel degree: the attention ranks of a stage, tp·cp·dp, folded
+        into ep·etp expert ranks (Megatron-Core's MoE parallel folding, arXiv 2504.14960)."""
+        return self.tp * self.cp * self.dp / (self.ep * self.etp)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -54,5 +62,5 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         parameter_servers=a["parameter_servers"],
         shard_group=np.where(a["shard_group"] > 0, a["shard_group"], dp * a["cp"]),
         gpus=a["gpus"],
-        micro_batches=training.global_batch / (dp * mb),
+        micro_batches=training.global_batch / (dp * mb), ep=a["ep"], etp=a["etp"],
     )

@@ -62,6 +62,19 @@ class Efficiency:
     (Megatron-Core's --tp-comm-overlap) pipelines them in chunks, and the first or last chunk
     stays exposed; 0 for stacks before 2023. 0.8 fits the Megatron-Core runs of
     shared/validation best among 0.5-0.9 with the H100 GEMM fraction refitted."""
+    expert_imbalance: float = 1.0
+    """Tokens the busiest expert rank receives over the mean (>= 1): 1.0 for the
+    force-balanced benchmarks frameworks publish (Megatron-Core's
+    --moe-router-force-load-balancing); natural routing with an auxiliary balancing loss runs
+    above it (a mixture of experts only)."""
+    ep_overlap: float = 0.0
+    """Share of the expert-parallel all-to-alls hidden behind the compute of another
+    micro-batch (Megatron-Core's --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe); 0:
+    the all-to-alls stay exposed, as by default."""
+    ep_dedup: bool = True
+    """A token crosses to each remote scale-up domain once and is fanned out to its experts
+    there over NVLink (DeepEP, Megatron-Core's HybridEP; DeepSeek-V3 report sec. 3.2.2);
+    False: every routed copy crosses on its own (NCCL all-to-all)."""
     layers_batch_half: float = 8.0
     """Per-GPU batch (samples) at which a layers model (CNN) runs at half its large-batch rate:
     small batches leave SMs idle between kernels."""

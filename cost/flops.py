@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .attention import attention_shape
 from .inputs import Value
 
 if TYPE_CHECKING:
@@ -18,27 +19,59 @@ if TYPE_CHECKING:
 __all__ = [
     "LayerGemm",
     "attention_core_flops",
+    "attention_flops_per_token",
+    "attention_gemms",
+    "attention_parameters",
     "layer_gemms",
     "layer_parameters",
     "matmul_parameters",
+    "mlp_gemms",
+    "mlp_parameters",
     "model_flops_per_token",
     "parameter_count",
+    "vocabulary_parameters",
 ]
 
 
+def attention_parameters(model: ModelSpec) -> int:
+    """Weights and biases of one layer's attention. GQA: QKV (with its bias) and the output
+    projection (with its bias). MLA (DeepSeek-V3, no biases): the query and key/value down
+    projections, their latent norms, the up projections and the output projection."""
+    a = attention_shape(model)
+    h = model.hidden
+    if model.attention is None:
+        qkv = a.q_width + a.k_width + a.v_width
+        return h * qkv + qkv + a.out_width * h + h
+    mla = model.attention
+    down = h * mla.q_lora_rank + h * (mla.kv_lora_rank + mla.qk_rope_head_dim)
+    up = (mla.q_lora_rank * a.q_width
+          + mla.kv_lora_rank * model.heads * (mla.qk_head_dim + mla.v_head_dim))
+    return down + mla.q_lora_rank + mla.kv_lora_rank + up + a.out_width * h
+
+
+def mlp_parameters(hidden: int, ffn_hidden: int, gated: bool) -> int:
+    """Weights and biases of one MLP (or one expert) of width `ffn_hidden`: the first matrix
+    (two for a gated, SwiGLU-style MLP) and the second, each with its bias."""
+    width = ffn_hidden * (2 if gated else 1)
+    return hidden * width + width + ffn_hidden * hidden + hidden
+
+
 def layer_parameters(model: ModelSpec) -> int:
-    """Weights and biases of one layer: attention (QKV with GQA, output), MLP, two norms."""
-    h, kv, f = model.hidden, model.kv_hidden, model.ffn_hidden
-    attention = h * (h + 2 * kv) + (h + 2 * kv) + h * h + h
-    mlp_in = h * f * (2 if model.gated_mlp else 1) + f * (2 if model.gated_mlp else 1)
-    mlp = mlp_in + f * h + h
-    return attention + mlp + 4 * h
+    """Weights and biases of one layer: attention, MLP, two norms (weight and bias)."""
+    return (attention_parameters(model)
+            + mlp_parameters(model.hidden, model.ffn_hidden, model.gated_mlp)
+            + 4 * model.hidden)
 
 
 def parameter_count(model: ModelSpec) -> int:
     """All parameters: layers, input embedding, output layer unless tied, final norm."""
+    return model.layers * layer_parameters(model) + vocabulary_parameters(model)
+
+
+def vocabulary_parameters(model: ModelSpec) -> int:
+    """The input embedding, the output layer unless tied, and the final norm."""
     embeddings = model.vocab * model.hidden * (1 if model.tied_embeddings else 2)
-    return model.layers * layer_parameters(model) + embeddings + 2 * model.hidden
+    return embeddings + 2 * model.hidden
 
 
 def matmul_parameters(model: ModelSpec) -> int:
@@ -48,17 +81,21 @@ def matmul_parameters(model: ModelSpec) -> int:
     return model.layers * layer_parameters(model) + model.vocab * model.hidden
 
 
-def model_flops_per_token(model: ModelSpec, *, causal: bool = True) -> float:
-    """Model FLOPs per token, forward and backward, no recompute: 6·N plus the attention core.
+def attention_flops_per_token(model: ModelSpec, *, causal: bool = True) -> float:
+    """Attention-core FLOPs per token of all layers, forward and backward (3x the forward).
 
-    N from matmul_parameters (Kaplan et al. 2020). Attention as computed by a causal model: a
-    token attends to the tokens before it, s/2 on average, so QK^T and scores·V cost
-    2 matmuls x 2 FLOPs x h x s/2 forward and twice that backward: 6·layers·hidden·seq
-    (shared/SPEC.md `model_flops_per_gpu`; Megatron-Core's causal count). `causal=False`
-    gives PaLM's convention, which counts the masked half too: 12·layers·hidden·seq
-    (Chowdhery et al. 2022, appendix B: `mfu_palm`)."""
-    attention = (6.0 if causal else 12.0) * model.layers * model.hidden * model.seq_len
-    return 6.0 * matmul_parameters(model) + attention
+    As computed by a causal model a token attends to the tokens before it, s/2 on average:
+    6·layers·hidden·seq for standard attention (shared/SPEC.md `model_flops_per_gpu`;
+    Megatron-Core's causal count). `causal=False` gives PaLM's convention, which counts the
+    masked half too: 12·layers·hidden·seq (Chowdhery et al. 2022, appendix B: `mfu_palm`)."""
+    full = 3.0 * model.layers * float(attention_core_flops(model, 1.0, model.seq_len))
+    return 0.5 * full if causal else full
+
+
+def model_flops_per_token(model: ModelSpec, *, causal: bool = True) -> float:
+    """Model FLOPs per token, forward and backward, no recompute: 6·N plus the attention core
+    (attention_flops_per_token); N from matmul_parameters (Kaplan et al. 2020)."""
+    return 6.0 * matmul_parameters(model) + attention_flops_per_token(model, causal=causal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +106,61 @@ class LayerGemm:
     k: float
     n: float
     tp_sharded_k: bool  # row-parallel: k divided by tp; else column-parallel: n divided by tp
+    replicated: bool = False  # neither: every tensor-parallel rank computes it whole
+
+    def per_gpu(self, tp: Value) -> tuple[Value, Value]:
+        """(k, n) on one of `tp` tensor-parallel ranks."""
+        if self.replicated:
+            return self.k, self.n
+        if self.tp_sharded_k:
+            return self.k / tp, self.n
+        return self.k, self.n / tp
 
 
-def layer_gemms(model: ModelSpec) -> tuple[LayerGemm, ...]:
-    """The four weight GEMMs of one layer, unsharded; callers divide the sharded side by tp."""
-    h, kv, f = model.hidden, model.kv_hidden, model.ffn_hidden
+def attention_gemms(model: ModelSpec) -> tuple[LayerGemm, ...]:
+    """The weight GEMMs of one layer's attention, unsharded. GQA: QKV (column-parallel) and
+    the output projection (row-parallel). MLA: the down projections are computed whole on
+    every tensor-parallel rank, the up projections column-parallel (Megatron-Core's
+    MLASelfAttention)."""
+    a = attention_shape(model)
+    h = model.hidden
+    out = LayerGemm("attention_out", a.out_width, h, tp_sharded_k=True)
+    mla = model.attention
+    if mla is None:
+        return (LayerGemm("qkv", h, a.q_width + a.k_width + a.v_width, tp_sharded_k=False),
+                out)
+    kv_up = model.heads * (mla.qk_head_dim + mla.v_head_dim)
     return (
-        LayerGemm("qkv", h, h + 2 * kv, tp_sharded_k=False),
-        LayerGemm("attention_out", h, h, tp_sharded_k=True),
-        LayerGemm("mlp_in", h, f * (2 if model.gated_mlp else 1), tp_sharded_k=False),
-        LayerGemm("mlp_out", f, h, tp_sharded_k=True),
+        LayerGemm("q_down", h, mla.q_lora_rank, tp_sharded_k=False, replicated=True),
+        LayerGemm("q_up", mla.q_lora_rank, a.q_width, tp_sharded_k=False),
+        LayerGemm("kv_down", h, mla.kv_lora_rank + mla.qk_rope_head_dim, tp_sharded_k=False,
+                  replicated=True),
+        LayerGemm("kv_up", mla.kv_lora_rank, kv_up, tp_sharded_k=False),
+        out,
     )
+
+
+def mlp_gemms(hidden: float, ffn_hidden: float, gated: bool) -> tuple[LayerGemm, ...]:
+    """The two weight GEMMs of an MLP (or of one expert) of width `ffn_hidden`: column- then
+    row-parallel; none for a zero width."""
+    if ffn_hidden <= 0:
+        return ()
+    return (LayerGemm("mlp_in", hidden, ffn_hidden * (2 if gated else 1), tp_sharded_k=False),
+            LayerGemm("mlp_out", ffn_hidden, hidden, tp_sharded_k=True))
+
+
+def layer_gemms(model: ModelSpec, ffn_hidden: float | None = None) -> tuple[LayerGemm, ...]:
+    """The weight GEMMs of one layer, unsharded (LayerGemm.per_gpu shards them): attention,
+    then the MLP of width `ffn_hidden` (default: the model's; 0: none, as in a mixture of
+    experts' layer without shared experts)."""
+    f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
+    return (*attention_gemms(model), *mlp_gemms(model.hidden, f, model.gated_mlp))
 
 
 def attention_core_flops(model: ModelSpec, tokens: Value, keys: Value) -> Value:
     """Forward FLOPs of QK^T and scores·V for `tokens` queries over `keys` keys, all heads.
 
-    2 matmuls x 2 FLOPs x tokens x keys x hidden (no causal saving, as in PaLM's count)."""
-    return 4.0 * tokens * keys * model.hidden
+    2 FLOPs x tokens x keys x heads x (qk_head_dim + v_head_dim): 4·tokens·keys·hidden for
+    standard attention (no causal saving, as in PaLM's count)."""
+    a = attention_shape(model)
+    return 2.0 * tokens * keys * model.heads * (a.qk_head_dim + a.v_head_dim)

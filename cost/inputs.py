@@ -131,13 +131,15 @@ class Plan:
     sync: ArrayLike = -1  # code into cost.sync.SYNC; -1: the fastest collective
     parameter_servers: ArrayLike = 1
     shard_group: ArrayLike = 0  # ranks of one ZeRO shard among the dp·cp replicas; 0: all
+    ep: ArrayLike = 1  # expert-parallel degree (mixture of experts)
+    etp: ArrayLike = 1  # tensor-parallel degree inside an expert
 
     def arrays(self, gpus: ArrayLike) -> dict[str, Array]:
         """All fields as float arrays broadcast to one shape, with dp resolved."""
         names = (
             "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch",
             "recompute", "sequence_parallel", "zero", "offload", "sync", "parameter_servers",
-            "shard_group",
+            "shard_group", "ep", "etp",
         )
         values = [np.asarray(getattr(self, n), dtype=np.float64) for n in names]
         values.append(np.asarray(gpus, dtype=np.float64))

@@ -50,14 +50,16 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
         tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,
         pp_comm_s=_pp_comm_s(cluster, stage, d, eff),
         pp_bubble_s=bubble,
-        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload, launch_s=m * launch)
+        dp_comm_s=dp_comm, optimizer_s=optimizer, offload_s=offload, launch_s=m * launch,
+        ep_comm_s=m * stage.ep_comm_s)
 
 
 def launch_bound_s(stage: StageCost) -> Array:
     """Seconds a micro-batch waits for the host: kernels are launched asynchronously, so the
     GPU idles only where launching them takes longer than running them (small micro-batches,
     eager frameworks, recompute's extra host work): max(host - device, 0)."""
-    device = stage.compute_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
+    device = (stage.compute_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
+              + stage.ep_comm_s)
     return np.maximum(stage.host_s - device, 0.0)
 
 

@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import transformer_memory, transformer_time
+from .attention import MLA
 from .codec import PLAN_KNOBS
 from .degrees import Degrees
 from .efficiency import Efficiency
@@ -40,10 +41,12 @@ class ModelSpec:
     gated_mlp: bool = False
     tied_embeddings: bool = False
     dropout: bool = True  # hidden and attention dropout (GPT, Megatron's default); Llama: none
+    head_dim: int = 0  # 0: hidden / heads (Qwen3 and GPT-OSS give their own)
+    attention: MLA | None = None  # None: (grouped-query) multi-head attention
 
     kind: ClassVar[str] = "transformer"
     unit: ClassVar[str] = "tokens"
-    knobs: ClassVar[frozenset[str]] = frozenset(PLAN_KNOBS)
+    knobs: ClassVar[frozenset[str]] = frozenset(PLAN_KNOBS) - {"ep", "etp"}
     asynchronous_parameter_servers: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
@@ -51,10 +54,16 @@ class ModelSpec:
             object.__setattr__(self, "kv_heads", self.heads)
         if self.ffn_hidden == 0:
             object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
+        if self.head_dim == 0:
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
 
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
+    def parameters(self) -> int:
+        """Every parameter (cost.flops.parameter_count)."""
+        return parameter_count(self)
+
+    def active_parameters(self) -> int:
+        """Parameters one token passes through: all of them in a dense model."""
+        return parameter_count(self)
 
     @property
     def kv_hidden(self) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .attention import attention_shape
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import layer_parameters
@@ -25,7 +26,8 @@ from .workload import Footprint, ParamGroup
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight", "stage_parameters"]
+__all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight",
+           "mlp_activation_elements", "stage_parameters"]
 
 
 def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = None) -> Array:
@@ -42,34 +44,53 @@ _MASK_BYTES = 1.0
 """A dropout mask: one byte per element (Korthikanti et al., sec. 4.1)."""
 
 
+def mlp_activation_bytes(ffn_hidden: float, gated: bool, *, act_bytes: float,
+                         input_bytes: float) -> float:
+    """Bytes an MLP (or an expert) of width f keeps per token between its two GEMMs: the
+    activation function's input (f values, 2f for a gated MLP: both halves) and the second
+    GEMM's input (input_bytes each: fp8 runs keep the fp8 copy)."""
+    return (2.0 * act_bytes if gated else act_bytes) * ffn_hidden + input_bytes * ffn_hidden
+
+
+def mlp_activation_elements(ffn_hidden: float, gated: bool) -> float:
+    """The same in Korthikanti's units (bytes at 2 per value): 4f for a GeLU MLP, 6f gated."""
+    return mlp_activation_bytes(ffn_hidden, gated, act_bytes=2.0, input_bytes=2.0)
+
+
 def activation_bytes_per_layer(
-    model: ModelSpec, d: Degrees, *, act_bytes: float, input_bytes: float,
-    flash_attention: bool, norm_bytes: float | None = None, projection_copies: float = 1.0,
+    model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool,
+    input_bytes: float | None = None, norm_bytes: float | None = None,
+    projection_copies: float = 1.0, ffn_hidden: float | None = None,
 ) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes), tensor by
-    tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, gated MLPs, fp8
-    and models trained without dropout (Llama, Nemotron).
+    tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, multi-head latent
+    attention, gated MLPs, fp8 and models trained without dropout (Llama, Nemotron).
 
     Replicated across tensor-parallel ranks unless sequence parallelism shards them: the two
     norm inputs (act_bytes each), the QKV and first-MLP GEMM inputs (input_bytes: fp8 runs
-    keep the fp8 copy), two hidden-dropout masks. Tensor-parallel: Q, K, V and the attention
-    output (act_bytes), the projection's input (input_bytes, a second copy only in fp8), the
-    MLP's activation-function input (ffn, twice for a gated MLP) and the second GEMM's input.
+    keep the fp8 copy), two hidden-dropout masks, MLA's latents. Tensor-parallel: Q, K, V and
+    the attention output (act_bytes), the projection's input (input_bytes, a second copy only
+    in fp8), the MLP's (mlp_activation_bytes; `ffn_hidden` overrides its width, 0: none).
     Score part (unfused attention only): softmax output, its dropout mask and output per
     score, dropped by selective recompute. Full recompute keeps only the layer input.
     Korthikanti's fp16 GPT layer: 10 + 24/t sbh bytes and 5·a·s/h·sbh of scores. Software
-    differs (cost.software): under autocast with fp32 weights the residual stream, hence the
-    norm inputs, stays fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the
-    attention output (`projection_copies`)."""
-    h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
-    a, q = act_bytes, input_bytes
+    differs (cost.software): under autocast the residual stream, hence the norm inputs, stays
+    fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the attention output
+    (`projection_copies`)."""
+    h = model.hidden
+    f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
+    shape = attention_shape(model)
+    a = act_bytes
+    q = a if input_bytes is None else input_bytes
     norm = a if norm_bytes is None else norm_bytes
     tokens = d.mb * model.seq_len / d.cp
     masks = 2.0 * _MASK_BYTES if model.dropout else 0.0
-    replicated = tokens * h * (2.0 * norm + 2.0 * q + masks) / d.shard
-    projection = projection_copies * a * h + (q * h if q != a else 0.0)
-    mlp = (2.0 * a if model.gated_mlp else a) * f + q * f
-    sharded = tokens * (a * (h + 2.0 * kv) + projection + mlp) / d.tp
+    replicated = tokens * (h * (2.0 * norm + 2.0 * q + masks) + a * shape.latent_width) / d.shard
+    out = shape.out_width
+    projection = projection_copies * a * out + (q * out if q != a else 0.0)
+    qkv = a * (shape.q_width + shape.k_width + shape.v_width)
+    mlp = mlp_activation_bytes(f, model.gated_mlp, act_bytes=a, input_bytes=q)
+    sharded = tokens * (qkv + projection + mlp) / d.tp
     s = model.seq_len
     per_score = a + (_MASK_BYTES + a if model.dropout else 0.0)
     scores = 0.0 if flash_attention else per_score * d.mb * model.heads * (s / d.cp) * s / d.tp
@@ -119,16 +140,18 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
 
 def _buffers_bytes(
     model: ModelSpec, d: Degrees, shape: StageShape, *, per_layer: Array, first_stage: Array,
-    logits_bytes: float, sizes: dict[str, Any],
+    logits_bytes: float, sizes: dict[str, Any], rebuilt: Array | None = None,
 ) -> Array:
     """Transient working memory on the fullest stage. The last stage computes the loss on the
     logits (T·V/tp·`logits_bytes`: fp32 logits and their gradient in Megatron's fused
     cross-entropy, more in eager PyTorch) while holding one micro-batch of its layers; the
     first stage holds the most activations; pp = 1 holds both. Under full recompute, one
-    layer's whole activations while it is rebuilt."""
+    layer's whole activations while it is rebuilt (`rebuilt`, default a layer of this
+    model)."""
     logits = logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
     last_stage = per_layer * shape.last_stage_layers + logits
     ends = np.where(d.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
-    rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
-                                         **sizes)
+    if rebuilt is None:
+        rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
+                                             **sizes)
     return ends + np.where(d.recompute >= 2, rebuilt, 0.0)

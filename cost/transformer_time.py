@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .attention import attention_shape
 from .collectives import all_gather_s, allreduce_s, group_link, reduce_scatter_s
 from .degrees import Degrees
 from .efficiency import Efficiency
@@ -23,7 +24,7 @@ from .workload import StageCost
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["LayerTimes", "StageShape", "layer_times", "stage_cost", "stage_shape"]
+__all__ = ["LayerTimes", "StageShape", "layer_times", "logits_s", "stage_cost", "stage_shape"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,8 +59,12 @@ class LayerTimes:
 
 
 def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
-                eff: Efficiency, *, shape: StageShape | None = None) -> LayerTimes:
+                eff: Efficiency, *, shape: StageShape | None = None,
+                ffn_hidden: float | None = None) -> LayerTimes:
+    """One layer: attention and an MLP of width `ffn_hidden` (default the model's; 0: no
+    MLP, as in a mixture-of-experts layer whose experts cost.moe_time adds)."""
     gpu = cluster.gpu
+    f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
     peak = gpu.peak_for(training.precision)
     # fp8 recipes keep attention in 16 bits (Transformer Engine); GEMMs use the fp8 rate
     attention_peak = gpu.peak_for("bf16") if training.precision == "fp8" else peak
@@ -71,9 +76,8 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     ratio = peak / attention_peak if attention_peak > 0 else 1.0
     gemm_bytes = gemm_input_bytes(training.precision)
     gemms: Value = 0.0
-    for g in layer_gemms(model):
-        k = g.k / d.tp if g.tp_sharded_k else g.k
-        n = g.n if g.tp_sharded_k else g.n / d.tp
+    for g in layer_gemms(model, f):
+        k, n = g.per_gpu(d.tp)
         gemms = gemms + gemm_s(tokens, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
                                element_bytes=gemm_bytes, fraction=fraction, eff=eff,
                                rate_ratio=ratio)
@@ -85,10 +89,10 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     ffn_passes = (style.ffn_passes or eff.elementwise_passes_ffn) + (
         style.gated_passes if model.gated_mlp else 0.0)
     elementwise = memory_bound_s(
-        act * tokens * (hidden_passes * model.hidden / d.shard
-                        + ffn_passes * model.ffn_hidden / d.tp), hbm_bytes_per_s=hbm, eff=eff)
+        act * tokens * (hidden_passes * model.hidden / d.shard + ffn_passes * f / d.tp),
+        hbm_bytes_per_s=hbm, eff=eff)
     cast_forward, cast_backward = _autocast_weight_s(model, d, eff, hbm_bytes_per_s=hbm)
-    quantise_forward, quantise_backward = _fp8_casts_s(model, training, d, tokens, eff,
+    quantise_forward, quantise_backward = _fp8_casts_s(model, training, d, tokens, eff, f,
                                                        hbm_bytes_per_s=hbm)
     forward = gemms + attention + elementwise + cast_forward + quantise_forward
     backward = (2.0 * (gemms + elementwise) + attention_backward + cast_backward
@@ -98,7 +102,7 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
                       recompute_s=recompute,
                       tp_comm_s=_tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act,
-                                           gemms_s=gemms),
+                                           gemms_s=gemms, blocks=2.0 if f > 0 else 1.0),
                       cp_comm_s=_cp_comm_s(model, cluster, d, eff, act_bytes=act,
                                            attention_s=attention))
 
@@ -127,12 +131,14 @@ separate passes (+2) and write one 8-bit scale per 32 elements (+2/32 ... per co
 
 
 def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: Array,
-                 eff: Efficiency, *, hbm_bytes_per_s: float) -> tuple[Array | float,
-                                                                        Array | float]:
+                 eff: Efficiency, ffn_hidden: float, *, hbm_bytes_per_s: float
+                 ) -> tuple[Array | float, Array | float]:
     """Quantisation of GEMM operands in fp8 training, per layer and micro-batch: forward, the
     inputs of the four GEMMs (QKV and first MLP inputs are gathered with sequence
     parallelism, the projection's and second MLP's are sharded); backward, the gradients of
-    their outputs. Weights are quantised once per step (cached across micro-batches)."""
+    their outputs; an MLP of width `ffn_hidden` (0 for a mixture-of-experts layer, whose expert
+    GEMMs cost.moe_time quantises). Weights are quantised once per step (cached across
+    micro-batches)."""
     if training.precision != "fp8":
         return 0.0, 0.0
     try:
@@ -140,7 +146,7 @@ def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: A
     except KeyError:
         raise CostModelError(f"stack.fp8_recipe {eff.fp8_recipe!r} is unknown; use one of "
                              f"{', '.join(_FP8_CAST_BYTES)}") from None
-    h, f, kv = model.hidden, model.ffn_hidden, model.kv_hidden
+    h, f, kv = model.hidden, ffn_hidden, model.kv_hidden
     gate = 2.0 if model.gated_mlp else 1.0
     forward = (2.0 * h + (h + f) / d.tp) * tokens
     backward = ((h + 2.0 * kv + gate * f) / d.tp + 2.0 * h) * tokens
@@ -163,12 +169,13 @@ def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Arra
 
 
 def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array,
-               eff: Efficiency, *, act_bytes: float, gemms_s: Value) -> Array:
+               eff: Efficiency, *, act_bytes: float, gemms_s: Value, blocks: float) -> Array:
     """Tensor-parallel collectives of one layer: an all-reduce (or, with sequence parallelism,
-    a reduce-scatter and an all-gather) of the layer's T·h activations twice forward and twice
-    backward, twice more under full recompute. Transformer Engine splits the all-gather + GEMM
-    and GEMM + reduce-scatter of sequence parallelism into chunks that overlap (userbuffers over
-    NVLink); an all-reduce, or a group that leaves the NVLink domain, stays exposed."""
+    a reduce-scatter and an all-gather) of the layer's T·h activations once forward and once
+    backward per block (attention, MLP), once more under full recompute. Transformer Engine
+    splits the all-gather + GEMM and GEMM + reduce-scatter of sequence parallelism into chunks
+    that overlap (userbuffers over NVLink); an all-reduce, or a group that leaves the NVLink
+    domain, stays exposed."""
     tp_link = group_link(cluster, stride=1.0, size=d.tp, fraction=eff.network_fraction)
     boundary_bytes = act_bytes * tokens * model.hidden
     one_tp = np.where(
@@ -176,7 +183,7 @@ def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array
         2.0 * reduce_scatter_s(boundary_bytes, d.tp, tp_link.bandwidth_bytes_per_s,
                                tp_link.latency_s),
         allreduce_s(boundary_bytes, d.tp, tp_link.bandwidth_bytes_per_s, tp_link.latency_s))
-    passes = 4.0 + np.where(d.recompute >= 2, 2.0, 0.0)  # 2 fwd + 2 bwd (+ 2 fwd again)
+    passes = blocks * (2.0 + np.where(d.recompute >= 2, 1.0, 0.0))  # fwd, bwd (+ fwd again)
     overlappable = (d.sp > 0) & (d.tp <= np.asarray(cluster.scale_up_domain_gpus))
     gemm_passes = 3.0 + np.where(d.recompute >= 2, 1.0, 0.0)
     return exposed_s(passes * one_tp, gemm_passes * gemms_s, slowdown=eff.overlap_slowdown,
@@ -189,7 +196,8 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
     again, and reduce-scatters their gradients), each hidden behind the attention it feeds
     (ring attention, Liu et al. 2023; Megatron-Core's CP)."""
     cp_link = group_link(cluster, stride=d.tp, size=d.cp, fraction=eff.network_fraction)
-    kv_bytes = 2.0 * act_bytes * d.mb * model.seq_len * model.kv_hidden / d.tp
+    a = attention_shape(model)
+    kv_bytes = act_bytes * d.mb * model.seq_len * (a.k_width + a.v_width) / d.tp
     gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
     cp_passes = 3.0 + np.where(d.recompute >= 1, 1.0, 0.0)  # fwd, bwd gather + grad scatter
     return cp_passes * exposed_s(gather, attention_s, slowdown=0.0)
@@ -215,7 +223,7 @@ def _attention_s(
     return forward, 2.0 * forward
 
 
-def _logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, tokens: Array,
+def logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, tokens: Array,
               d: Degrees, eff: Efficiency) -> Array:
     """Logits GEMM (vocabulary-parallel) forward and backward, and the fp32 cross-entropy."""
     gpu = cluster.gpu
@@ -239,7 +247,7 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
     embedding_and_loss_split) and the logits take less time than that layer."""
     shape = stage_shape(model, d)
     layer = layer_times(model, cluster, training, d, eff, shape=shape)
-    logits = _logits_s(model, cluster, training, shape.tokens_per_micro_batch, d, eff)
+    logits = logits_s(model, cluster, training, shape.tokens_per_micro_batch, d, eff)
     per_layer = (layer.forward_s + layer.backward_s + layer.recompute_s + layer.tp_comm_s
                  + layer.cp_comm_s)
     last_slower = ((shape.last_stage_layers * per_layer + logits)

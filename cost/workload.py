@@ -63,6 +63,7 @@ class StageCost:
     send_bytes: Array  # what one pipeline send between stages carries
     units: Array | float = 1.0  # layers of the stage: ZeRO-3 gathers and scatters each apart
     host_s: Array | float = 0.0  # host time to launch the micro-batch's kernels
+    ep_comm_s: Array | float = 0.0  # exposed expert-parallel all-to-alls (mixture of experts)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

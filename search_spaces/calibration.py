@@ -16,11 +16,12 @@ from .errors import SpecError
 __all__ = ["load_profile", "profile_text"]
 
 _FRACTIONS = ("gemm_fraction", "attention_fraction", "hbm_fraction", "network_fraction",
-              "dp_overlap", "tp_overlap", "usable_fraction", "overlap_slowdown")
+              "dp_overlap", "tp_overlap", "usable_fraction", "overlap_slowdown", "ep_overlap")
+_FLAGS = ("flash_attention", "ep_dedup")
 
 
 def _check(name: str, value: Any, file: str) -> float | bool | None:
-    if name == "flash_attention":
+    if name in _FLAGS:
         if not isinstance(value, bool):
             raise SpecError("must be true or false", file=file, field=f"efficiency.{name}")
         return value

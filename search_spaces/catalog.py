@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from cost import PRECISIONS, GPUSpec, ModelSpec
+from cost import MLA, PRECISIONS, GPUSpec, ModelSpec, MoEModelSpec
 
 from .errors import SpecError
 from .units import parse_quantity
@@ -46,7 +46,9 @@ _GPU_INFO_KEYS = ("description", "tdp", "year")
 _GPU_REQUIRED = ("peak_flops", "hbm_capacity", "hbm_bandwidth")
 _INTEGER_FIELDS = ("gpus_per_node", "scale_up_domain_gpus")
 _MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
-               "gated_mlp", "tied_embeddings", "dropout")
+               "gated_mlp", "tied_embeddings", "dropout", "head_dim", "attention", "experts",
+               "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
+               "moe_layer_freq", "mtp_layers")
 
 
 def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> str:
@@ -130,8 +132,12 @@ def _model_spec(name: str, entry: Mapping[str, Any]) -> ModelSpec:
     if extra:
         raise SpecError(f"unknown field {extra[0]!r}; known fields: {', '.join(_MODEL_KEYS)}",
                         file="models.yaml", field=name)
+    values = {k: entry[k] for k in _MODEL_KEYS if k in entry}
     try:
-        return ModelSpec(name=name, **{k: entry[k] for k in _MODEL_KEYS if k in entry})
+        if isinstance(values.get("attention"), dict):
+            values["attention"] = MLA(**values["attention"])
+        kind = MoEModelSpec if "experts" in values else ModelSpec
+        return kind(name=name, **values)
     except TypeError as err:
         raise SpecError(str(err), file="models.yaml", field=name) from err
 
@@ -144,7 +150,9 @@ def model_catalog() -> Mapping[str, ModelSpec]:
 
 @functools.cache
 def model_info() -> Mapping[str, Mapping[str, Any]]:
-    """Catalog name -> {"source": ...} from models.yaml (read-only)."""
+    """Catalog name -> {"source": ...} from models.yaml (read-only): the key of the file's
+    header for the dense families, the config's citation itself for the mixtures of
+    experts."""
     return MappingProxyType({
         name: MappingProxyType({"source": entry.get("source", "")})
         for name, entry in _read("models.yaml").items()

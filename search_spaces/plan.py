@@ -29,7 +29,9 @@ class PlanSection(Frozen):
     `dp` left out fills the cluster; `sync` left out takes the fastest collective for the
     message; `parameter_servers` counts the servers of `sync: parameter_server`;
     `shard_group` left out shards ZeRO state over every data-parallel rank, else over groups of
-    that many ranks, replicated across the groups (hybrid sharding, HSDP)."""
+    that many ranks, replicated across the groups (hybrid sharding, HSDP); `ep` and `etp` (a
+    mixture of experts only) are the expert-parallel degree and the tensor-parallel degree
+    inside an expert."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -44,6 +46,8 @@ class PlanSection(Frozen):
     sync: Choosable[Sync] | None = None
     parameter_servers: IntChoosable[Count] | None = None
     shard_group: IntChoosable[Count] | None = None
+    ep: IntChoosable[Count] = 1
+    etp: IntChoosable[Count] = 1
 
     def record(self) -> PlanRecord:
         """The plan of a section without choices (SpecError naming the first choice)."""

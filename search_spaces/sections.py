@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from cost import Efficiency, Layer, LayersModel, ModelSpec, TrainingSpec
+from cost import MLA, Efficiency, Layer, LayersModel, ModelSpec, MoEModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
@@ -30,8 +30,30 @@ OBJECTIVES = ("throughput", "time_to_train", "cost")
 ObjectiveName = Literal["throughput", "time_to_train", "cost"]
 
 
+Whole = Annotated[int, Field(strict=True, ge=0, le=10**9)]
+
+
+class MLASection(Frozen):
+    """Multi-head latent attention (shared/SPEC.md `model.attention`, DeepSeek-V3)."""
+
+    kind: Literal["mla"]
+    q_lora_rank: Size
+    kv_lora_rank: Size
+    qk_head_dim: Size
+    qk_rope_head_dim: Size
+    v_head_dim: Size
+
+    def to_mla(self) -> MLA:
+        return MLA(**self.model_dump())
+
+
+_MOE_FIELDS = ("top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_layer_freq",
+               "mtp_layers")
+
+
 class ModelSection(Frozen):
-    """A decoder-only transformer (shared/SPEC.md `model`)."""
+    """A decoder-only transformer (shared/SPEC.md `model`), a mixture of experts where
+    `experts` is given."""
 
     name: str = "custom"
     kind: str = "transformer"
@@ -47,6 +69,15 @@ class ModelSection(Frozen):
     dropout: bool = Field(default=True, strict=True)
     """Hidden and attention dropout in training (Megatron's GPT default); Llama-style models
     train without (their dropout masks are not stored)."""
+    head_dim: Size | None = None
+    attention: MLASection | None = None
+    experts: Size | None = None
+    top_k: Size | None = None
+    expert_ffn_hidden: Size | None = None
+    shared_experts: Whole = 0
+    dense_layers: Whole = 0
+    moe_layer_freq: Size = 1
+    mtp_layers: Whole = 0
 
     @field_validator("kind")
     @classmethod
@@ -59,19 +90,48 @@ class ModelSection(Frozen):
 
     @model_validator(mode="after")
     def _shape(self) -> ModelSection:
-        if self.hidden % self.heads:
+        if self.head_dim is None and self.attention is None and self.hidden % self.heads:
             raise SpecError(f"hidden={self.hidden} is not a multiple of heads={self.heads}; "
                             "change one of them", field="heads")
         if self.kv_heads is not None and self.heads % self.kv_heads:
             raise SpecError(f"kv_heads={self.kv_heads} does not divide heads={self.heads}; "
                             "choose a divisor", field="kv_heads")
+        self._experts()
         return self
 
+    def _experts(self) -> None:
+        """A mixture of experts names its experts, top_k and expert width; a dense model
+        none of the expert fields."""
+        if self.experts is None:
+            given = [k for k in _MOE_FIELDS if k in self.model_fields_set
+                     and getattr(self, k) not in (None, 0, 1)]
+            if given:
+                raise SpecError(f"{given[0]} applies to a mixture of experts only; give "
+                                "`experts` (routed experts per MoE layer) or leave it out",
+                                field=given[0])
+            return
+        for key in ("top_k", "expert_ffn_hidden"):
+            if getattr(self, key) is None:
+                raise SpecError(f"a mixture of experts needs {key}; give it beside `experts`",
+                                field=key)
+        if self.top_k is not None and self.top_k > self.experts:
+            raise SpecError(f"top_k={self.top_k} is more than experts={self.experts}; "
+                            "choose top_k <= experts", field="top_k")
+        if self.dense_layers >= self.layers:
+            raise SpecError(f"dense_layers={self.dense_layers} leaves no MoE layer of "
+                            f"layers={self.layers}; choose fewer", field="dense_layers")
+
     def to_model_spec(self) -> ModelSpec:
-        values = self.model_dump(exclude={"kind"})
+        """A ModelSpec, or a MoEModelSpec where `experts` is given."""
+        values = self.model_dump(exclude={"kind", "experts", *_MOE_FIELDS})
         values["kv_heads"] = self.kv_heads or 0
         values["ffn_hidden"] = self.ffn_hidden or 0
-        return ModelSpec(**values)
+        values["head_dim"] = self.head_dim or 0
+        values["attention"] = self.attention.to_mla() if self.attention else None
+        if self.experts is None:
+            return ModelSpec(**values)
+        moe = {k: getattr(self, k) for k in _MOE_FIELDS}
+        return MoEModelSpec(**values, experts=self.experts, **moe)
 
 
 class LayerEntry(Frozen):
@@ -183,7 +243,13 @@ class StackSection(Frozen):
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
       PyTorch modules) or compiled (torch.compile): kernel launches, element-wise HBM passes
       and saved copies per layer (cost.software);
-    - cuda_graphs: the host replays captured CUDA graphs (no per-kernel launch cost)."""
+    - cuda_graphs: the host replays captured CUDA graphs (no per-kernel launch cost);
+    - ep_overlap: share of a mixture of experts' token all-to-alls hidden behind another
+      micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DualPipe);
+    - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
+      NCCL's all-to-all dispatcher;
+    - expert_imbalance: the busiest expert rank's tokens over the mean (1.0: force-balanced
+      routing, as published benchmarks run)."""
 
     flash_attention: bool | None = Field(default=None, strict=True)
     dp_overlap: Fraction | None = None
@@ -194,6 +260,9 @@ class StackSection(Frozen):
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
+    ep_overlap: Fraction | None = None
+    ep_dedup: bool | None = Field(default=None, strict=True)
+    expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None
 
     def apply(self, efficiency: Efficiency) -> Efficiency:
         """`efficiency` with the fields this stack names."""

@@ -47,8 +47,9 @@ CLUSTER_KNOBS = ("gpu", "nodes", "gpus_per_node", "scale_up_bandwidth", "scale_o
                  "expansion.capacity", "expansion.bandwidth", "pricing",
                  "revocations_per_node_hour")
 """Cluster fields that may be choices; a new cluster for each combination of them."""
-OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp")
-"""Plan knobs that shape the layout of ranks: what a search trial chooses."""
+OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp", "ep", "etp")
+"""Plan knobs that shape the layout of ranks: what a search trial chooses (ep and etp fold the
+experts of a mixture of experts into the same ranks)."""
 INNER_KNOBS = ("virtual_stages", "micro_batch", "recompute", "sequence_parallel", "zero",
                "offload")
 """Plan knobs cheap to sweep: every combination is evaluated in one vectorised call."""

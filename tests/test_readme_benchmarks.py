@@ -41,6 +41,7 @@ QUICK: dict[str, tuple[list[str], str]] = {
     "benchmarks/calibration.py": (["--cases", "{cases}"], "held out"),
     "benchmarks/comet_case_study.py": ([], "spread at one budget"),
     "benchmarks/gpu_validation.py": ([], "peak memory"),
+    "benchmarks/moe_accuracy.py": (["--limit", "6"], "mean absolute error"),
     "benchmarks/pareto_quality.py": (["--trials", "12", "--seeds", "1", "--samplers", "tpe"],
                                      "hypervolume"),
     "benchmarks/search_quality.py": (["--trials", "12", "--seeds", "1", "--no-flat",

@@ -4,7 +4,9 @@ The plans are stored as fixed spec mappings (shared/SPEC.md vocabulary), so the 
 re-evaluates them through the public spec API whatever the internals become:
 - every row of shared/validation/cases.csv and benchmarks/external_cases.csv, with the grid
   of its blank plan fields (benchmarks/accuracy.py's protocol);
-- every shipped example, a deterministic sample of its valid plans over all its clusters.
+- every shipped example, a deterministic sample of its valid plans over all its clusters;
+- every row of benchmarks/moe_cases.csv (mixtures of experts), a sample of the grid of its
+  blank plan fields (benchmarks/moe_accuracy.py's protocol).
 
 Run it only when the model's numbers change on purpose (and say why in the commit):
 
@@ -31,8 +33,10 @@ CASES = (ROOT.parent / "shared" / "validation" / "cases.csv",
          ROOT / "benchmarks" / "external_cases.csv")
 EXAMPLES = ROOT / "search_spaces" / "examples"
 OUT = Path(__file__).with_name("cost_golden.json")
+MOE_CASES = ROOT / "benchmarks" / "moe_cases.csv"
 PER_EXAMPLE = 60
 PER_CASE = 24
+PER_MOE_CASE = 6
 
 
 def _case_base(row: dict[str, str]) -> dict[str, Any]:
@@ -107,6 +111,32 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _moe_entries(row: dict[str, str]) -> list[dict[str, Any]]:
+    """A mixture-of-experts case as fixed specs: its catalog model, software and a sample of
+    the grid of its blank fields."""
+    from benchmarks import moe_accuracy
+    from search_spaces import model_catalog
+
+    model = {"base": row["model"], "seq_len": int(row["seq_len"]),
+             **moe_accuracy.model_changes(row)}
+    gpus, per_node = int(row["gpus"]), int(row["gpus_per_node"])
+    base = {"name": f"moe-{row['case']}", "model": model,
+            "training": {"global_batch": int(row["global_batch"]),
+                         "precision": row["precision"] or "bf16"},
+            "cluster": {"gpu": row["gpu"], "nodes": max(1, gpus // per_node),
+                        "gpus_per_node": min(per_node, gpus)},
+            "stack": moe_accuracy.stack(row).model_dump(exclude_none=True)}
+    layers = model_catalog()[row["model"]].layers
+    values = moe_accuracy.candidates(row, layers, model_catalog()[row["model"]].experts)
+    names = list(values)
+    grid = [dict(zip(names, combo, strict=True)) for combo in itertools.product(
+        *(values[n] for n in names))]
+    words = {0: "none", 1: "selective", 2: "full"}
+    plans = [{**g, "recompute": words[g["recompute"]]} for g in grid if g["dp"]]
+    step = max(1, len(plans) // (8 * PER_MOE_CASE))
+    return [{"spec": {**base, "plan": plan}} for plan in plans[::step]]
+
+
 def main() -> int:
     groups: list[dict[str, Any]] = []
     for path in CASES:
@@ -117,14 +147,21 @@ def main() -> int:
                     groups.append({"spec": {**base, "plan": plan}})
     for path in sorted(EXAMPLES.glob("*.yaml")):
         groups.extend(_example_entries(path))
+    with MOE_CASES.open(newline="") as f:
+        moe = [e for row in csv.DictReader(f) for e in _moe_entries(row)]
     from search_spaces import SpecError
 
     kept = []
-    for entry in groups:
+    per_case: dict[str, int] = {}
+    for entry in [*groups, *moe]:
+        name = entry["spec"]["name"]
+        if name.startswith("moe-") and per_case.get(name, 0) >= PER_MOE_CASE:
+            continue
         try:
             entry["expected"] = evaluate_fixed(entry["spec"])
         except SpecError:  # a structurally invalid plan of a case's grid
             continue
+        per_case[name] = per_case.get(name, 0) + 1
         kept.append(entry)
     groups = kept
     bases: dict[str, dict[str, Any]] = {}

@@ -48,6 +48,7 @@ TERM_LABELS = {
     "dp_comm": "data-parallel traffic (exposed)",
     "optimizer": "optimizer step",
     "offload": "offload traffic",
+    "ep_comm": "expert-parallel all-to-alls (exposed)",
 }
 """The terms of an explained step time, largest first in the output."""
 
@@ -94,9 +95,11 @@ def _powers_of_two(limit: int) -> list[int]:
 def neighbourhood(spec: StudySpec, plan: PlanRecord, *, gpus: int, global_batch: int
                   ) -> Space:
     """The plan's neighbourhood as a search space: every micro-batch (powers of two),
-    recompute, sequence parallelism, ZeRO stage, interleaving and tp x pp layout, with dp
-    filling the same cluster; cp, offload and sync stay the plan's. Objective: throughput."""
+    recompute, sequence parallelism, ZeRO stage, interleaving and tp x pp (x ep, for a
+    mixture of experts) layout, with dp filling the same cluster; cp, etp, offload and sync
+    stay the plan's. Objective: throughput."""
     choices = {
+        "ep": sorted({*_powers_of_two(gpus), plan.ep}),
         "tp": sorted({*_powers_of_two(min(gpus, _MAX_TP)), plan.tp}),
         "pp": sorted({*range(1, min(gpus, 128) + 1), plan.pp}),
         "dp": None,

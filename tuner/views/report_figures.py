@@ -28,11 +28,12 @@ OBJECTIVE_LABELS = {"throughput": "tokens/s", "time_to_train": "days to train",
 
 TIME_TERMS = {"compute": "compute", "recompute": "recompute", "tp_comm": "TP traffic",
               "cp_comm": "CP traffic", "pp_comm": "PP sends", "pp_bubble": "pipeline bubble",
-              "dp_comm": "DP traffic", "optimizer": "optimizer", "offload": "offload"}
+              "dp_comm": "DP traffic", "optimizer": "optimizer", "offload": "offload",
+              "ep_comm": "EP all-to-all"}
 MEMORY_TERMS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state",
                 "activations": "activations", "buffers": "buffers"}
 _COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
-            "#ff9da6", "#9d755d")
+            "#ff9da6", "#9d755d", "#bab0ac")
 
 
 @dataclass(frozen=True)

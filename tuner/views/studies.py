@@ -35,7 +35,8 @@ def plan_summary(plan: PlanRecord) -> str:
     """'tp=8 pp=8 dp=1 ...': the plan's values that are not their defaults."""
     p = plan.as_dict()
     parts = [f"tp={p['tp']}", f"pp={p['pp']}", f"dp={p['dp']}"]
-    optional: dict[str, Any] = {"cp": 1, "virtual_stages": 1, "zero": 0, "offload": "none"}
+    optional: dict[str, Any] = {"cp": 1, "ep": 1, "etp": 1, "virtual_stages": 1, "zero": 0,
+                                "offload": "none"}
     parts += [f"{k}={p[k]}" for k, default in optional.items() if p[k] != default]
     parts.append(f"mb={p['micro_batch']}")
     parts.append(f"recompute={p['recompute']}")

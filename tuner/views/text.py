@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult, parameter_count
+from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult
 
 __all__ = ["catalog_json", "catalog_text", "evaluation_text", "plan_line", "to_json",
            "unit_label"]
@@ -36,7 +36,8 @@ def plan_line(plan: PlanRecord) -> str:
     p = plan.as_dict()
     servers = f" parameter_servers={p['parameter_servers']}" \
         if p["sync"] == "parameter_server" else ""
-    return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']} "
+    experts = f" ep={p['ep']} etp={p['etp']}" if (p["ep"], p["etp"]) != (1, 1) else ""
+    return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']}{experts} "
             f"virtual_stages={p['virtual_stages']} micro_batch={p['micro_batch']} "
             f"recompute={p['recompute']} "
             f"sequence_parallel={str(p['sequence_parallel']).lower()} "
@@ -47,6 +48,8 @@ def _time_rows(result: PlanResult) -> list[str]:
     total = result.step_time_s
     rows = []
     for name, seconds in result.time_breakdown_s.items():
+        if name == "ep_comm" and result.workload != "moe":
+            continue  # expert all-to-alls: a mixture of experts only
         share = 100.0 * seconds / total if total > 0 else 0.0
         mark = "  <- dominant" if name == result.dominant else ""
         rows.append(f"    {name:<12} {seconds:10.3f} s  {share:5.1f} %{mark}")
@@ -125,8 +128,12 @@ def _gpu_figures(gpu: GPUSpec) -> dict[str, Any]:
 
 
 def _model_figures(model: ModelSpec, source: str) -> dict[str, Any]:
+    experts = {k: getattr(model, k) for k in ("experts", "top_k", "expert_ffn_hidden",
+                                              "shared_experts", "dense_layers")
+               if hasattr(model, k)}
     return {
-        "parameters": parameter_count(model), "layers": model.layers, "hidden": model.hidden,
+        "parameters": model.parameters(), "active_parameters": model.active_parameters(),
+        **experts, "layers": model.layers, "hidden": model.hidden,
         "heads": model.heads, "kv_heads": model.kv_heads, "ffn_hidden": model.ffn_hidden,
         "vocab": model.vocab, "seq_len": model.seq_len, "gated_mlp": model.gated_mlp,
         "tied_embeddings": model.tied_embeddings, "source": source,
@@ -148,11 +155,12 @@ def catalog_json(
 def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -> str:
     """Two tables: the models and the GPUs with their key figures."""
     lines = ["MODELS", f"  {'name':<15} {'params':>8} {'layers':>6} {'hidden':>6} {'heads':>5} "
-             f"{'kv':>4} {'ffn':>6} {'vocab':>7} {'seq':>5}"]
+             f"{'kv':>4} {'ffn':>6} {'vocab':>7} {'seq':>5}  {'experts':>7} {'active':>8}"]
     for name, m in models.items():
-        lines.append(f"  {name:<15} {parameter_count(m) / 1e9:7.1f}B {m.layers:>6} "
+        lines.append(f"  {name:<15} {m.parameters() / 1e9:7.1f}B {m.layers:>6} "
                      f"{m.hidden:>6} {m.heads:>5} {m.kv_heads:>4} {m.ffn_hidden:>6} "
-                     f"{m.vocab:>7} {m.seq_len:>5}")
+                     f"{m.vocab:>7} {m.seq_len:>5}  {_experts(m):>7} "
+                     f"{m.active_parameters() / 1e9:7.1f}B")
     lines += ["", "GPUS", f"  {'name':<10} {'bf16 TF/s':>9} {'fp16 TF/s':>9} {'HBM GiB':>8} "
               f"{'HBM TB/s':>8} {'up GB/s':>8} {'out GB/s':>8} {'$/h':>6} {'spot $/h':>8}"]
     for name, g in gpus.items():
@@ -164,6 +172,12 @@ def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -
             f"{g.scale_out_bandwidth_bytes_per_s / 1e9:8.1f} {g.price_usd_per_hour:6.2f} "
             f"{_or_dash(g.spot_price_usd_per_hour or 0.0, 8, 2)}")
     return "\n".join(lines)
+
+
+def _experts(model: ModelSpec) -> str:
+    """'256/8' (routed experts / per token) for a mixture of experts, '-' for a dense model."""
+    figures = _model_figures(model, "")
+    return f"{figures['experts']}/{figures['top_k']}" if "experts" in figures else "-"
 
 
 def _or_dash(value: float, width: int, digits: int) -> str:

@@ -1,0 +1,137 @@
+"""What one GPU of a mixture of experts' fullest pipeline stage holds.
+
+Parameters come in two replica groups (cost.workload.ParamGroup): the dense part (attention,
+norms, router, shared experts, dense layers, vocabulary), replicated over dp·cp ranks spaced
+tp apart as a transformer's; and the routed experts, experts/ep per rank split etp ways,
+replicated over the expert-DP ranks spaced ep·etp apart (Megatron-Core's parallel folding).
+cost.memory shards each group by ZeRO stage over its own replicas, cost.schedule reduces each
+over its own group. Activations are the transformer's per layer (Korthikanti et al. MLSys'23)
+with the shared experts as the MLP, plus what the routed copies of the tokens store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .attention import attention_shape
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .flops import attention_parameters, layer_parameters, mlp_parameters
+from .inputs import Array, TrainingSpec
+from .moe_layout import moe_stage_shape, stage_mix
+from .precision import activation_bytes, gemm_input_bytes, state_bytes
+from .software import kernel_style
+from .transformer_memory import (
+    _buffers_bytes,
+    activation_bytes_per_layer,
+    layers_in_flight,
+    mlp_activation_elements,
+    stage_parameters,
+)
+from .transformer_time import StageShape
+from .workload import Footprint, ParamGroup
+
+if TYPE_CHECKING:
+    from .moe import MoEModelSpec
+
+__all__ = ["expert_parameters_per_gpu", "footprint", "routed_activation_bytes",
+           "selective_savings_bytes"]
+
+
+def expert_parameters_per_gpu(model: MoEModelSpec, d: Degrees, moe_layers: Array) -> Array:
+    """Routed-expert parameters one GPU holds: experts/ep experts of each of its MoE layers,
+    each split etp ways."""
+    expert = mlp_parameters(model.hidden, model.expert_ffn_hidden, model.gated_mlp)
+    return moe_layers * (model.experts / d.ep) * expert / d.etp
+
+
+def _dense_parameters_per_gpu(model: MoEModelSpec, d: Degrees, shape: StageShape,
+                              moe_layers: Array, dense_layers: Array) -> Array:
+    """The rest: the vocabulary matrices of the end stages (cost.transformer_memory), the
+    dense layers, and per MoE layer attention, norms and shared experts split tp ways and the
+    router (experts x hidden) whole on every tensor-parallel rank."""
+    from .moe import router_parameters
+
+    vocabulary = stage_parameters(model, d, replace(shape, layers_per_stage=np.zeros(d.shape)))
+    shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
+                                                   model.gated_mlp)
+    moe_dense = attention_parameters(model) + 4 * model.hidden + shared
+    return (vocabulary + (dense_layers * layer_parameters(model) + moe_layers * moe_dense) / d.tp
+            + moe_layers * router_parameters(model))
+
+
+def routed_activation_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float,
+                            imbalance: float) -> Array:
+    """What one MoE layer stores for the routed copies of one micro-batch's tokens on the
+    busiest rank (bytes): each copy's input to the first expert GEMM (gathered etp ways) and
+    its intermediates (cost.transformer_memory.mlp_activation_elements; selective recompute
+    redoes the activation function, Megatron-Core's `moe_act`, keeping half). The router's
+    probabilities are applied inside the activation function (Megatron-Core's grouped MLP),
+    so the experts' outputs are not kept. Full recompute keeps none."""
+    tokens = d.mb * model.seq_len / d.cp / d.tp
+    routed = tokens * model.top_k * imbalance
+    intermediates = mlp_activation_elements(model.expert_ffn_hidden, model.gated_mlp)
+    kept = np.where(d.recompute >= 1, 0.5, 1.0) * intermediates
+    copied = (d.etp > 1) | model.routes  # a permuted or gathered copy (one expert: the input)
+    per_copy = np.where(copied, 2.0 * model.hidden * d.etp, 0.0) + kept
+    return np.where(d.recompute >= 2, 0.0, act_bytes / 2.0 * routed * per_copy)
+
+
+def selective_savings_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float) -> Array:
+    """What selective recompute of an MoE layer drops besides the transformer's attention
+    core (bytes): the two norms' outputs (2·T·h each, Megatron-Core's `layernorm` module) and,
+    with multi-head latent attention, the up-projected Q, K and V (`mla_up_proj`), the
+    modules Megatron-Core's MoE recipes recompute."""
+    a = attention_shape(model)
+    tokens = d.mb * model.seq_len / d.cp
+    norms = 4.0 * tokens * model.hidden / d.shard
+    up = 2.0 * (a.q_width + a.k_width + a.v_width) * tokens / d.tp
+    dropped = norms + (up if model.attention is not None else 0.0)
+    return np.where(d.recompute == 1, act_bytes / 2.0 * dropped, 0.0)
+
+
+def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
+              ) -> Footprint:
+    """The fullest stage's two parameter groups, the activations of the micro-batches in
+    flight (cost.transformer_memory.layers_in_flight) at the stage's mean per layer, and the
+    buffers: the transformer's (logits, a layer rebuilt under full recompute) and one MoE
+    layer's dispatch buffers (the routed copies received and permuted)."""
+    act = activation_bytes(training.precision)
+    shape = moe_stage_shape(model, d)
+    n_moe, n_dense = stage_mix(model, shape.layers_per_stage)
+    style = kernel_style(eff)
+    sizes: dict[str, Any] = {"act_bytes": act, "flash_attention": eff.flash_attention,
+                             "input_bytes": gemm_input_bytes(training.precision),
+                             "norm_bytes": 4.0 if eff.autocast else None,
+                             "projection_copies": style.projection_copies}
+    dense = activation_bytes_per_layer(model, d, **sizes)
+    routed = routed_activation_bytes(model, d, act_bytes=act, imbalance=eff.expert_imbalance)
+    moe = (activation_bytes_per_layer(model, d, ffn_hidden=model.shared_ffn_hidden, **sizes)
+           + routed - selective_savings_bytes(model, d, act_bytes=act))
+    per_layer = (n_moe * moe + n_dense * dense) / shape.layers_per_stage
+    activations = per_layer * layers_in_flight(d, shape)
+    whole = replace(d, recompute=0.0 * d.recompute)
+    rebuilt = (activation_bytes_per_layer(model, whole, ffn_hidden=model.shared_ffn_hidden,
+                                          **sizes)
+               + routed_activation_bytes(model, whole, act_bytes=act,
+                                         imbalance=eff.expert_imbalance))
+    copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
+    dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
+    experts = expert_parameters_per_gpu(model, d, n_moe)
+    shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
+                                                   model.gated_mlp)
+    one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
+                 + (attention_parameters(model) + 4 * model.hidden + shared) / d.tp)
+    return Footprint(
+        groups=(ParamGroup(params=_dense_parameters_per_gpu(model, d, shape, n_moe, n_dense),
+                           replicas=d.dp * d.cp, stride=d.tp),
+                ParamGroup(params=experts, replicas=d.edp, stride=d.ep * d.etp)),
+        state=state_bytes(training.precision, eff),
+        resident_params=2.0 * one_layer,
+        activations_bytes=activations,
+        buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
+                                     first_stage=activations, logits_bytes=style.logits_bytes,
+                                     sizes=sizes, rebuilt=rebuilt) + dispatch)

@@ -1,0 +1,284 @@
+"""Time of one micro-batch of a mixture of experts' pipeline stage.
+
+An MoE layer is the transformer's layer (cost.transformer_time.layer_times: attention, its
+tensor- and context-parallel traffic, and the shared experts as an MLP every token passes
+through) plus what routing adds: the router, the permutation of tokens to their experts and
+back, the experts' grouped GEMMs on the tokens routed to this rank, and the token dispatch and
+combine all-to-alls over the expert-parallel group (Megatron-Core's MoEAlltoAllTokenDispatcher
+and flex dispatcher; DeepSeek-V3 report sec. 3.2). Dense layers (DeepSeek's first three) are
+the transformer's layers; the logits and the loss are the transformer's too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .collectives import all_gather_s, all_to_all_s, domain_members, group_link
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .flops import attention_gemms, mlp_gemms
+from .inputs import Array, ClusterSpec, TrainingSpec, Value
+from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
+from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
+from .overlap import exposed_s
+from .precision import element_bytes
+from .transformer_time import LayerTimes, StageShape, host_s, layer_times, logits_s
+from .workload import StageCost
+
+if TYPE_CHECKING:
+    from .moe import MoEModelSpec
+
+__all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
+           "grouped_gemm_s", "paired_share", "stage_cost"]
+
+ROUTER_PASSES = 4.0
+"""fp32 passes over the router's tokens x experts scores per forward: the score function
+(softmax or sigmoid) written and read, top-k read, the selected probabilities written."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DispatchBytes:
+    """Bytes one rank sends in one dispatch (or combine) all-to-all of one MoE layer and
+    micro-batch: to ranks of other scale-up domains (over its NIC) and to ranks of its own."""
+
+    remote_bytes: Array
+    local_bytes: Array
+
+
+def _domain_miss(model: MoEModelSpec, domains: Array) -> Array:
+    """Probability that none of a token's top_k experts (drawn without replacement, uniformly,
+    as force-balanced routing does) lies in one given domain of experts / domains experts."""
+    e, per_domain = float(model.experts), model.experts / domains
+    miss: Array = np.ones(np.shape(domains))
+    for i in range(model.top_k):
+        miss = miss * np.clip((e - per_domain - i) / (e - i), 0.0, 1.0)
+    return miss
+
+
+def dispatch_bytes(model: MoEModelSpec, cluster: ClusterSpec, d: Degrees, *, tokens: Value,
+                   act_bytes: float, eff: Efficiency) -> DispatchBytes:
+    """Each of `tokens` tokens on this rank goes to top_k experts spread evenly over the ep
+    ranks (spaced etp apart): (ep - 1)/ep of the copies leave the rank, the share in other
+    scale-up domains over the NIC. With deduplication (eff.ep_dedup: DeepEP, HybridEP) a token
+    crosses once to each remote domain holding one of its experts and NVLink fans it out
+    there. A copy is hidden·act_bytes; the busiest rank carries expert_imbalance times the
+    mean."""
+    n = d.ep
+    local_members = domain_members(cluster, stride=d.etp, size=n)
+    domains = n / local_members
+    copy = model.hidden * act_bytes * eff.expert_imbalance
+    copies = tokens * model.top_k * copy
+    plain_remote = copies * (n - local_members) / n
+    plain_local = copies * (local_members - 1.0) / n
+    hit_domains = (domains - 1.0) * (1.0 - _domain_miss(model, domains))
+    spans = domains > 1.0
+    dedup = eff.ep_dedup & spans
+    return DispatchBytes(
+        remote_bytes=np.where(dedup, tokens * copy * hit_domains, plain_remote),
+        local_bytes=np.where(dedup, copies * (local_members - 1.0) / local_members,
+                             plain_local))
+
+
+def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,
+                       d: Degrees, eff: Efficiency, *, shape: StageShape
+                       ) -> tuple[LayerTimes, Array]:
+    """One MoE layer and micro-batch on one GPU: its LayerTimes (the transformer's layer with
+    the shared experts as its MLP, plus router, permutation and experts) and the exposed
+    expert-parallel traffic (dispatch and combine all-to-alls forward and backward, again under
+    full recompute; with etp > 1 the all-gather and reduce-scatter of the routed tokens inside
+    the expert's tensor-parallel group), hidden behind compute as far as eff.ep_overlap says."""
+    base = layer_times(model, cluster, training, d, eff, shape=shape,
+                       ffn_hidden=model.shared_ffn_hidden)
+    act = element_bytes(training.precision)["activation"]
+    tokens = shape.tokens_per_micro_batch / d.tp  # the sequence-parallel shard enters routing
+    work = _routed_work_s(model, cluster, training, d, eff, tokens=tokens, act_bytes=act)
+    full, selective = d.recompute >= 2, d.recompute >= 1
+    forward = base.forward_s + work["forward"]
+    backward = base.backward_s + 2.0 * work["forward"]
+    redone = work["activation"] + _selective_extra_s(model, cluster, training, d, eff,
+                                                     tokens=shape.tokens_per_micro_batch,
+                                                     act_bytes=act)
+    recompute = base.recompute_s + np.where(full, work["forward"],
+                                            np.where(selective, redone, 0.0))
+    sent = dispatch_bytes(model, cluster, d, tokens=tokens, act_bytes=act, eff=eff)
+    one = all_to_all_s(cluster, remote_bytes=sent.remote_bytes, local_bytes=sent.local_bytes,
+                       size=d.ep, fraction=eff.network_fraction,
+                       message_s=eff.message_overhead_s)
+    passes = 4.0 + np.where(full, 2.0, 0.0)  # dispatch, combine; forward, backward (+ again)
+    etp_link = group_link(cluster, stride=1.0, size=d.etp, fraction=eff.network_fraction)
+    gathered = tokens * model.top_k * eff.expert_imbalance * model.hidden * act * d.etp
+    etp_comm = all_gather_s(gathered, d.etp, etp_link.bandwidth_bytes_per_s,
+                            etp_link.latency_s)
+    comm = passes * (one + etp_comm)
+    window = forward + backward + recompute
+    ep_comm = exposed_s(comm, window, slowdown=eff.overlap_slowdown,
+                        hideable=eff.ep_overlap * paired_share(d))
+    return replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute), ep_comm
+
+
+def paired_share(d: Degrees) -> Array:
+    """Share of a step's forward chunks that run beside another micro-batch's backward, the
+    only ones whose all-to-alls can hide (Megatron-Core's combined 1F1B overlap, DualPipe):
+    all but the first stage's warm-up, p - 1 forwards under 1F1B, 2(p - 1) + (v - 1)p under
+    the interleaved schedule (Megatron-LM's get_forward_backward_func), one without a
+    pipeline."""
+    chunks = d.micro_batches * d.vs
+    warmup = np.where(d.vs > 1, 2.0 * (d.pp - 1.0) + (d.vs - 1.0) * d.pp, d.pp - 1.0)
+    return np.clip(1.0 - np.maximum(warmup, 1.0) / chunks, 0.0, 1.0)
+
+
+def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,
+                   d: Degrees, eff: Efficiency, *, tokens: Array, act_bytes: float
+                   ) -> dict[str, Array]:
+    """Forward seconds of routing on one rank: the router GEMM (tokens x hidden x experts) and
+    its fp32 scores; permuting the tokens' top_k copies to their experts and back (read and
+    write, each way); the experts' grouped GEMMs (grouped_gemm_s), experts/ep local experts
+    each on its share of the routed copies; and their activation function. `activation` is
+    that last term alone, what selective recompute redoes."""
+    gpu = cluster.gpu
+    peak, hbm = gpu.peak_for(training.precision), gpu.hbm_bandwidth_bytes_per_s
+    fraction = eff.gemm_fraction_for(gpu)
+    h = float(model.hidden)
+    router = gemm_s(tokens, h, float(model.experts), peak_flops_per_s=peak,
+                    hbm_bytes_per_s=hbm, element_bytes=act_bytes, fraction=fraction, eff=eff)
+    router = router + memory_bound_s(ROUTER_PASSES * 4.0 * tokens * model.experts,
+                                     hbm_bytes_per_s=hbm, eff=eff)
+    routed = tokens * model.top_k * eff.expert_imbalance  # copies the busiest rank computes
+    permute = memory_bound_s(2.0 * act_bytes * h * (tokens + routed), hbm_bytes_per_s=hbm,
+                             eff=eff)
+    if not model.routes:  # one expert: the dense MLP
+        router, permute = 0.0 * router, 0.0 * permute
+    local_experts = model.experts / d.ep
+    per_expert = routed * d.etp / local_experts
+    experts: Value = 0.0
+    for g in mlp_gemms(h, model.expert_ffn_hidden, model.gated_mlp):
+        k, n = g.per_gpu(d.etp)
+        experts = experts + grouped_gemm_s(
+            local_experts, per_expert, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
+            element_bytes=act_bytes, fraction=fraction, eff=eff, padded=model.routes)
+    activation = np.asarray(memory_bound_s(
+        act_bytes * eff.elementwise_passes_ffn * routed * model.expert_ffn_hidden,
+        hbm_bytes_per_s=hbm, eff=eff))
+    return {"forward": router + permute + experts + activation, "activation": activation}
+
+
+GROUPED_TILE_ROWS = 128.0
+"""Rows of one tile of a grouped GEMM: each expert's tokens are padded to a multiple of it
+(DeepGEMM's M alignment of 128 for its contiguous grouped layout; CUTLASS grouped GEMM's
+128-row threadblock tiles)."""
+
+
+def grouped_gemm_s(groups: Value, m: Value, k: Value, n: Value, *, peak_flops_per_s: float,
+                   hbm_bytes_per_s: float, element_bytes: float, fraction: float,
+                   eff: Efficiency, padded: bool = True) -> Array:
+    """`groups` GEMMs of (m x k) @ (k x n), one per local expert, in one grouped kernel
+    (Transformer Engine's grouped GEMM, CUTLASS, DeepGEMM): the tiles of every group fill the
+    GPU together, so cost.kernels' saturating shape factor sees their rows stacked
+    (groups·m), and each group wastes the padding of its last tile; HBM traffic reads every
+    group's weights. Roofline: the slower of the two (MegaBlocks, Gale et al. 2023, sec. 5:
+    grouped and block-sparse expert kernels run near dense-GEMM throughput). Not `padded`:
+    a single expert is a plain GEMM of the routed tokens."""
+    rows = groups * m
+    fill = np.where((m > 0) & padded,
+                    m / (np.ceil(m / GROUPED_TILE_ROWS) * GROUPED_TILE_ROWS), 1.0)
+    rate = peak_flops_per_s * fraction * gemm_shape_factor(rows, k, n, eff.gemm_half_dim) * fill
+    compute_s = 2.0 * rows * k * n / np.maximum(rate, 1e-30)
+    memory_s = (element_bytes * (rows * k + groups * k * n + rows * n)
+                / (hbm_bytes_per_s * eff.hbm_fraction))
+    return np.maximum(compute_s, memory_s)
+
+
+def _selective_extra_s(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,
+                       d: Degrees, eff: Efficiency, *, tokens: Array, act_bytes: float
+                       ) -> Array:
+    """What selective recompute of an MoE layer redoes besides the experts' activation
+    function (cost.moe_memory.selective_savings_bytes): the two norms (read and write each)
+    and, with multi-head latent attention, the query and key/value up projections."""
+    gpu = cluster.gpu
+    hbm = gpu.hbm_bandwidth_bytes_per_s
+    norms = memory_bound_s(4.0 * act_bytes * tokens * model.hidden / d.shard,
+                           hbm_bytes_per_s=hbm, eff=eff)
+    up: Value = 0.0
+    for g in attention_gemms(model):
+        if g.name in ("q_up", "kv_up"):
+            k, n = g.per_gpu(d.tp)
+            up = up + gemm_s(tokens, k, n, peak_flops_per_s=gpu.peak_for(training.precision),
+                             hbm_bytes_per_s=hbm, element_bytes=act_bytes,
+                             fraction=eff.gemm_fraction_for(gpu), eff=eff)
+    return np.asarray(norms + up)
+
+
+def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+               eff: Efficiency) -> StageCost:
+    """One micro-batch on the slowest stage: the fullest stage, or the last with its ends (the
+    logits and loss, and the multi-token-prediction modules: an MoE layer, a 2h x h
+    projection and the logits again each, DeepSeek-V3 report sec. 2.2) where that is slower,
+    as cost.transformer_time.stage_cost; the layers split as cost.moe_layout says."""
+    shape = moe_stage_shape(model, d)
+    moe, ep_comm = expert_layer_times(model, cluster, training, d, eff, shape=shape)
+    dense = layer_times(model, cluster, training, d, eff, shape=shape)
+    logits = logits_s(model, cluster, training, shape.tokens_per_micro_batch, d, eff)
+    mtp = float(model.mtp_layers)
+    ends = (1.0 + mtp) * logits + mtp * _mtp_projection_s(model, cluster, training, d, eff,
+                                                          tokens=shape.tokens_per_micro_batch)
+
+    def part(n_moe: Value, n_dense: Value, name: str) -> Array:
+        if name == "ep_comm":
+            return n_moe * ep_comm
+        return n_moe * getattr(moe, name) + n_dense * getattr(dense, name)
+
+    def busy(n_moe: Value, n_dense: Value) -> Array:
+        return sum((part(n_moe, n_dense, f) for f in _PARTS), start=np.float64(0.0))
+
+    one = busy(1.0, 0.0)
+    full, last = balanced_layers(model, d, shape, end_layers=(ends + mtp * one) / one)
+    full_moe, full_dense = stage_mix(model, full)
+    last_moe, last_dense = stage_mix(model, last)
+    last_moe = last_moe + mtp
+    last_slower = busy(last_moe, last_dense) + ends >= busy(full_moe, full_dense)
+    n_moe = np.where(last_slower, last_moe, full_moe)
+    n_dense = np.where(last_slower, last_dense, full_dense)
+    ends = np.where(last_slower, ends, 0.0)
+    act = element_bytes(training.precision)["activation"]
+    forward, backward = part(n_moe, n_dense, "forward_s"), part(n_moe, n_dense, "backward_s")
+    return StageCost(
+        compute_s=forward + backward + ends, recompute_s=part(n_moe, n_dense, "recompute_s"),
+        tp_comm_s=part(n_moe, n_dense, "tp_comm_s"), cp_comm_s=part(n_moe, n_dense, "cp_comm_s"),
+        forward_s=forward, backward_s=backward,
+        bubble_unit_s=busy(n_moe, n_dense) + ends / d.pp,
+        send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
+        ep_comm_s=part(n_moe, n_dense, "ep_comm"), units=n_moe + n_dense,
+        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, eff, n_moe))
+
+
+_ROUTING_KERNELS = 18.0
+"""Kernels an MoE layer launches beyond a dense one per micro-batch: the router's GEMM, its
+softmax and top-k, the permutation, dispatch, combine and unpermutation forward (6), and
+twice as many backward."""
+
+
+def _routing_host_s(model: MoEModelSpec, eff: Efficiency, moe_layers: Value) -> Array:
+    """Host seconds of the routing kernels of `moe_layers` layers (none with CUDA graphs, and
+    none for a single expert, which routes nothing)."""
+    if eff.cuda_graphs or not model.routes:
+        return np.zeros(np.shape(moe_layers))
+    return np.asarray(moe_layers) * _ROUTING_KERNELS * eff.launch_s
+
+
+_PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm")
+
+
+def _mtp_projection_s(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,
+                      d: Degrees, eff: Efficiency, *, tokens: Array) -> Array:
+    """A multi-token-prediction module's projection of the concatenated hidden state and
+    next-token embedding (2h -> h, column-parallel), forward and backward."""
+    gpu = cluster.gpu
+    gemm = gemm_s(tokens, 2.0 * model.hidden, model.hidden / d.tp,
+                  peak_flops_per_s=gpu.peak_for(training.precision),
+                  hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s,
+                  element_bytes=element_bytes(training.precision)["activation"],
+                  fraction=eff.gemm_fraction_for(gpu), eff=eff)
+    return 3.0 * gemm

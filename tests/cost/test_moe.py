@@ -1,0 +1,170 @@
+"""The mixture-of-experts workload: dispatch bytes by hand, a one-expert MoE is the dense model,
+expert parallelism inside a node never touches the NIC, memory falls as ep grows, the rules."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cost import (
+    ClusterSpec,
+    InvalidPlanError,
+    MoEModelSpec,
+    Plan,
+    TrainingSpec,
+    check_plan,
+    evaluate,
+)
+from cost.degrees import degrees
+from cost.efficiency import DEFAULT_EFFICIENCY
+from cost.moe_time import dispatch_bytes
+from tests.factories import a100, small_model
+
+TOKENS = 1000.0
+
+
+def moe(**overrides: Any) -> MoEModelSpec:
+    fields: dict[str, Any] = dict(name="moe", layers=8, hidden=1024, heads=16, vocab=8000,
+                                  seq_len=512, gated_mlp=True, experts=16, top_k=2,
+                                  expert_ffn_hidden=512)
+    return MoEModelSpec(**{**fields, **overrides})
+
+
+def cluster(nodes: int = 4, **overrides: Any) -> ClusterSpec:
+    return ClusterSpec.of(a100(), nodes=nodes, **overrides)
+
+
+def _bytes(model: MoEModelSpec, c: ClusterSpec, *, dedup: bool, **plan: Any) -> tuple[float, ...]:
+    d = degrees(c, TrainingSpec(global_batch=64), Plan(**plan))
+    sent = dispatch_bytes(model, c, d, tokens=TOKENS, act_bytes=2.0,
+                          eff=DEFAULT_EFFICIENCY.with_(ep_dedup=dedup))
+    return float(sent.remote_bytes) / TOKENS, float(sent.local_bytes) / TOKENS
+
+
+def test_dispatch_bytes_per_token_inside_a_node_by_hand() -> None:
+    # 2 copies of a 1024-wide bf16 token (4096 bytes), 7 of 8 ranks elsewhere, all on NVLink
+    remote, local = _bytes(moe(), cluster(), dedup=True, ep=8)
+    assert remote == 0.0
+    assert local == pytest.approx(2 * 1024 * 2 * 7 / 8)
+
+
+def test_dispatch_bytes_per_token_across_nodes_by_hand() -> None:
+    # ep=16 over two 8-GPU nodes: half the copies leave the node, 7/16 go to node peers
+    remote, local = _bytes(moe(), cluster(), dedup=False, ep=16)
+    assert remote == pytest.approx(2 * 2048 * 8 / 16)
+    assert local == pytest.approx(2 * 2048 * 7 / 16)
+    # deduplicated: the token crosses once to the other node when one of its 2 experts is
+    # there: 1 - (8/16)(7/15) = 23/30; the copies are fanned out over NVLink (7/8 of them)
+    remote, local = _bytes(moe(), cluster(), dedup=True, ep=16)
+    assert remote == pytest.approx(2048 * (1 - (8 / 16) * (7 / 15)))
+    assert local == pytest.approx(2 * 2048 * 7 / 8)
+
+
+def test_dispatch_bytes_scale_with_imbalance_and_etp_stride() -> None:
+    c = cluster()
+    d = degrees(c, TrainingSpec(global_batch=64), Plan(ep=8, etp=2))
+    sent = dispatch_bytes(moe(), c, d, tokens=TOKENS, act_bytes=2.0,
+                          eff=DEFAULT_EFFICIENCY.with_(expert_imbalance=1.5))
+    # ranks spaced 2 apart: 4 per node, 2 nodes; no dedup gain on the local share
+    assert float(sent.local_bytes) / TOKENS == pytest.approx(1.5 * 4096 * 3 / 4)
+
+
+def _dense_pair() -> tuple[Any, MoEModelSpec]:
+    dense = small_model(layers=8, hidden=512, heads=8, gated_mlp=True, ffn_hidden=1536,
+                        seq_len=256)
+    single = MoEModelSpec(name="small", layers=8, hidden=512, heads=8, vocab=dense.vocab,
+                          seq_len=256, gated_mlp=True, experts=1, top_k=1,
+                          expert_ffn_hidden=1536)
+    return dense, single
+
+
+@pytest.mark.parametrize("recompute", [0, 2])
+def test_one_expert_top_1_is_the_dense_model(recompute: int) -> None:
+    dense, single = _dense_pair()
+    c = cluster(nodes=1)
+    training = TrainingSpec(global_batch=32)
+    plan = Plan(tp=1, pp=8, dp=1, micro_batch=np.array([1.0, 2.0, 4.0]), recompute=recompute,
+                virtual_stages=np.array([1.0, 1.0, 1.0]))
+    a, b = evaluate(dense, c, training, plan), evaluate(single, c, training, plan)
+    for name, x in a.step.as_dict(0).items():
+        assert b.step.as_dict(0)[name] == pytest.approx(x, rel=1e-9, abs=1e-12), name
+    np.testing.assert_allclose(b.step_time_s, a.step_time_s, rtol=1e-9)
+    for name, x in a.memory.as_dict(2).items():
+        assert b.memory.as_dict(2)[name] == pytest.approx(x, rel=1e-9), name
+    assert single.parameters() == dense.parameters()
+    assert single.model_flops_per_step(training) == pytest.approx(
+        dense.model_flops_per_step(training), rel=1e-12)
+
+
+def test_expert_parallelism_inside_a_node_never_uses_the_nic() -> None:
+    model, training = moe(), TrainingSpec(global_batch=64)
+    plan = Plan(tp=1, pp=1, ep=np.array([2.0, 4.0, 8.0]), micro_batch=1)
+    slow = evaluate(model, cluster(scale_out_bandwidth_bytes_per_s=1e3), training, plan)
+    fast = evaluate(model, cluster(scale_out_bandwidth_bytes_per_s=1e12), training, plan)
+    np.testing.assert_array_equal(slow.step.ep_comm_s, fast.step.ep_comm_s)
+    across = Plan(tp=1, pp=1, ep=16, micro_batch=1)
+    assert (evaluate(model, cluster(scale_out_bandwidth_bytes_per_s=1e9), training, across)
+            .step.ep_comm_s > evaluate(model, cluster(), training, across).step.ep_comm_s)
+
+
+def test_memory_per_gpu_falls_as_ep_grows() -> None:
+    model, training = moe(), TrainingSpec(global_batch=64)
+    eps = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    report = evaluate(model, cluster(), training, Plan(ep=eps, zero=1, micro_batch=1))
+    total = report.memory.total_bytes
+    assert np.all(np.diff(total) < 0)
+    assert np.all(np.diff(report.memory.weights_bytes) < 0)
+
+
+def test_expert_states_shard_over_expert_data_parallel_ranks() -> None:
+    model, training = moe(), TrainingSpec(global_batch=64)
+    one = evaluate(model, cluster(), training, Plan(ep=4, zero=0, micro_batch=1))
+    sharded = evaluate(model, cluster(), training, Plan(ep=4, zero=1, micro_batch=1))
+    assert float(sharded.memory.optimizer_bytes) < float(one.memory.optimizer_bytes) / 4
+
+
+def test_model_flops_count_active_parameters() -> None:
+    model = moe(experts=64, top_k=4)
+    wide = replace(model, top_k=8)
+    training = TrainingSpec(global_batch=1)
+    expert = 3 * 1024 * 512 + 2 * 512 + 1024  # weights and biases of one gated expert
+    per_token = (wide.model_flops_per_step(training)
+                 - model.model_flops_per_step(training)) / model.seq_len
+    assert per_token == pytest.approx(6 * 4 * expert * model.layers)
+    assert model.active_parameters() < model.parameters()
+
+
+def test_rules_refuse_ep_that_does_not_divide_the_experts_or_fold() -> None:
+    training = TrainingSpec(global_batch=64)
+    with pytest.raises(InvalidPlanError, match="does not divide experts=16"):
+        check_plan(moe(), cluster(), training, Plan(ep=3))
+    with pytest.raises(InvalidPlanError, match="ep·etp"):
+        check_plan(moe(), cluster(nodes=1), training, Plan(tp=1, dp=4, pp=2, ep=8))
+    with pytest.raises(InvalidPlanError, match="sequence_parallel"):
+        check_plan(moe(), cluster(), training, Plan(tp=2, ep=2))
+    with pytest.raises(InvalidPlanError, match="do not apply"):
+        check_plan(small_model(), cluster(), training, Plan(ep=2))
+    check_plan(moe(), cluster(), training, Plan(tp=2, sequence_parallel=True, ep=16))
+
+
+def test_layouts_of_any_chunk_size_up_to_layers_plus_two() -> None:
+    training = TrainingSpec(global_batch=64)
+    model = moe(layers=7)
+    check_plan(model, cluster(nodes=1), training, Plan(pp=4, ep=2))  # 2, 2, 2, 1
+    check_plan(model, cluster(nodes=1), training, Plan(pp=8, ep=1, micro_batch=1))
+    with pytest.raises(InvalidPlanError, match="layers \\+ 2"):
+        check_plan(model, cluster(nodes=2), training, Plan(pp=16, micro_batch=1))
+
+
+def test_catalog_counts_match_the_published_totals() -> None:
+    from search_spaces import model_catalog
+
+    published = {"deepseek-v3": 671e9, "qwen3-30b-a3b": 30.5e9, "qwen3-235b-a22b": 235e9,
+                 "gpt-oss-20b": 20.91e9, "gpt-oss-120b": 116.83e9, "mixtral-8x7b": 46.7e9,
+                 "mixtral-8x22b": 141e9}
+    for name, total in published.items():
+        assert math.isclose(model_catalog()[name].parameters(), total, rel_tol=0.005), name
