@@ -17,6 +17,7 @@ import cost
 from search_spaces import SpecError, StudySpec, parse_spec
 
 from .errors import StudyError
+from .metrics import name_metrics
 from .storage import redact_url
 
 __all__ = [
@@ -136,6 +137,7 @@ def create_or_continue(
         return study
     for key, value in _initial_attrs(spec, spec_text, target_trials).items():
         study.set_user_attr(key, value)
+    name_metrics(study)
     return study
 
 
