@@ -29,7 +29,14 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.accuracy import stack, stated  # noqa: E402
 from cost import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency  # noqa: E402
-from tuner.engine.calibrate import Measurement, errors, fit, read_measurements, split, summary  # noqa: E402
+from tuner.engine.calibrate import (  # noqa: E402
+    Measurement,
+    errors,
+    fit,
+    read_measurements,
+    split,
+    summary,
+)
 
 DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.csv"
 
