@@ -173,7 +173,7 @@ def test_the_pareto_plot_shows_feasible_plans_by_gpu_and_pricing(codesign: optun
     front = next(t for t in figure.data if t.name == "Pareto front")
     assert list(front.x) == sorted(front.x) and list(front.y) == sorted(front.y, reverse=True)
     days = [x for t in _scatter(figure) for x in t.x]
-    assert figure.layout.xaxis.type == ("log" if max(days) > 20 * min(days) else "linear")
+    assert figure.layout.xaxis.type == ("log" if max(days) > 10 * min(days) else "linear")
 
 
 def test_front_and_log_axis_rules() -> None:
@@ -183,7 +183,7 @@ def test_front_and_log_axis_rules() -> None:
               enumerate([(1, 9), (2, 4), (3, 5), (4, 1), (2, 8)])]
     minimize = [optuna.study.StudyDirection.MINIMIZE] * 2
     assert [p.trial for p in front_of(points, minimize)] == [0, 1, 3]
-    assert wide([1, 30]) and not wide([1, 20]) and not wide([0, 100])
+    assert wide([1, 11]) and not wide([1, 10]) and not wide([0, 100])
 
 
 def test_the_reports_bars_and_cards_show_the_spot_overhead(codesign: optuna.Study) -> None:

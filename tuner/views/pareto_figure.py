@@ -1,6 +1,7 @@
 """The Pareto-front figure of a two-objective study: every feasible plan found, coloured by GPU
 type and marked by pricing (on demand, spot), the front drawn over them; an axis whose values
-span more than MAX_LINEAR_RATIO is logarithmic (days from 17 to 330, USD from 5M to 20M)."""
+span more than MAX_LINEAR_RATIO is logarithmic (days from 17 to 330 are; USD from 5M to 20M
+are not)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .studies import cluster_summary, plan_summary
 
 __all__ = ["MAX_LINEAR_RATIO", "Point", "front_of", "pareto_plot", "wide"]
 
-MAX_LINEAR_RATIO = 20.0
+MAX_LINEAR_RATIO = 10.0
 """Largest max/min of an axis's (positive) values drawn on a linear axis."""
 _COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b",
             "#9d755d", "#ff9da6", "#bab0ac")
