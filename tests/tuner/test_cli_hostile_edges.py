@@ -182,7 +182,7 @@ def test_contradictory_flags(stored: tuple[Path, str], tmp_path: Path) -> None:
                         "--storage", url], db)
         assert f"{flags[0]} contradicts --sampler exhaustive" in err[0]
     err = _refused(["export", "kept", "--jsn", "--storage", url], db)
-    assert "export: no such option '--jsn'" in err[0]  # "tuner export" outside CliRunner
+    assert "export: no such option" in err[0] and "--jsn" in err[0]  # click words it by release
 
 
 def test_out_and_storage_in_a_missing_directory(stored: tuple[Path, str], tmp_path: Path
