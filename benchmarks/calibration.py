@@ -28,7 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.cases import case_spec, stated  # noqa: E402
 from cost import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency  # noqa: E402
-from tuner.engine.calibrate import Measurement, errors, fit, read_measurements, split, summary  # noqa: E402
+from tuner.engine.calibrate import (  # noqa: E402
+    Measurement,
+    errors,
+    fit,
+    read_measurements,
+    split,
+    summary,
+)
 
 DEFAULT_CASES = ROOT.parent / "shared" / "validation" / "cases.csv"
 

@@ -9,7 +9,8 @@ from .calibration import load_profile, profile_text
 from .catalog import gpu_catalog, gpu_info, model_catalog, model_info
 from .choices import Choice, IntRange, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection
-from .errors import SpecError
+from .errors import SpecError, SpecErrors
+from .headroom import parse_headroom, required_free_bytes
 from .plan import PLAN_FIELDS, PlanSection
 from .sections import (
     OBJECTIVES,
@@ -22,6 +23,7 @@ from .sections import (
 from .space import CLUSTER_KNOBS, INNER_KNOBS, OUTER_PLAN_KNOBS, Space, encode_plan_values
 from .spec import CostInputs, StudySpec, load_spec, parse_spec
 from .units import KINDS, parse_quantity
+from .yaml_io import load_yaml, read_text
 
 __all__ = [
     "CLUSTER_KNOBS",
@@ -42,6 +44,7 @@ __all__ = [
     "SearchSection",
     "Space",
     "SpecError",
+    "SpecErrors",
     "StackSection",
     "StudySpec",
     "TrainingSection",
@@ -51,9 +54,13 @@ __all__ = [
     "is_choice",
     "load_profile",
     "load_spec",
+    "load_yaml",
     "model_catalog",
     "model_info",
+    "parse_headroom",
     "parse_quantity",
     "parse_spec",
     "profile_text",
+    "read_text",
+    "required_free_bytes",
 ]

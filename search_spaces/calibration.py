@@ -12,6 +12,7 @@ import yaml
 from cost import DEFAULT_EFFICIENCY, Efficiency
 
 from .errors import SpecError
+from .yaml_io import load_yaml, read_text
 
 __all__ = ["load_profile", "profile_text"]
 
@@ -41,13 +42,10 @@ def load_profile(path: str | Path) -> Efficiency:
     `gemm_fraction_by_gpu: {gpu: fraction}`. SpecError names the file and field."""
     file = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = load_yaml(read_text(path), file=file) or {}
     except FileNotFoundError:
         raise SpecError("no such calibration profile; check the path (relative to the spec) "
                         "or run `tuner calibrate`", file=file) from None
-    except yaml.YAMLError as err:
-        raise SpecError(f"malformed YAML ({err.__class__.__name__}); fix the file", file=file) \
-            from err
     if not isinstance(data, dict):
         raise SpecError("a profile is a mapping with `efficiency` and `gemm_fraction_by_gpu`",
                         file=file)

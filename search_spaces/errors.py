@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SpecError"]
+__all__ = ["SpecError", "SpecErrors", "one_or_many"]
 
 
 class SpecError(ValueError):
@@ -24,3 +24,27 @@ class SpecError(ValueError):
     def with_file(self, file: str) -> SpecError:
         """The same error, attributed to `file` (when it names none yet)."""
         return self if self.file else SpecError(self.message, file=file, field=self.field)
+
+
+class SpecErrors(SpecError):
+    """Several things wrong with one spec, reported at once: `str(err)` has one line per
+    error (``FILE: FIELD: MESSAGE`` each); `file`, `field` and `message` are the first's, so
+    code that reads one error reads this one as its first."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        if not errors:
+            raise ValueError("SpecErrors needs at least one error")
+        self.errors = tuple(errors)
+        first = self.errors[0]
+        super().__init__(first.message, file=first.file, field=first.field)
+
+    def __str__(self) -> str:
+        return "\n".join(str(e) for e in self.errors)
+
+    def with_file(self, file: str) -> SpecError:
+        return SpecErrors([e.with_file(file) for e in self.errors])
+
+
+def one_or_many(errors: list[SpecError]) -> SpecError:
+    """The one error of `errors`, or a SpecErrors of them all."""
+    return errors[0] if len(errors) == 1 else SpecErrors(errors)

@@ -11,7 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .choices import Choice, IntRange
-from .errors import SpecError
+from .errors import SpecError, one_or_many
 
 __all__ = ["dotted", "from_validation_error", "from_yaml_error"]
 
@@ -49,19 +49,45 @@ def _known_fields(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -
     return list(model.model_fields) if model is not None else []
 
 
-def _unknown_field(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -> str:
+def _close_field(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -> str | None:
+    """The known field an unknown key is probably a misspelling of (difflib, ratio >= 0.6)."""
+    close = difflib.get_close_matches(str(loc[-1]), _known_fields(loc, sections), n=1)
+    return close[0] if close else None
+
+
+def _unknown_field(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]],
+                   *, missing: bool = False) -> str:
     key, parent = str(loc[-1]), dotted(_clean(loc[:-1]))
     known = _known_fields(loc, sections)
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
+    close = _close_field(loc, sections)
+    hint = f"did you mean {close!r}{' (required, and missing)' if missing else ''}? " \
+        if close else ""
     where = f"under {parent}" if parent else "at the top level"
     return f"unknown field {key!r} {where}; {hint}known fields: {', '.join(known)}"
+
+
+def _pair_misspellings(errors: list[dict[str, Any]], sections: Mapping[str, type[BaseModel]]
+                       ) -> list[dict[str, Any]]:
+    """A misspelt required field gives two errors, "unknown field 'clustr'" and "missing
+    'cluster'": keep the first, saying that 'cluster' is what is missing."""
+    missing = {tuple(_clean(e["loc"])): i for i, e in enumerate(errors) if e["type"] == "missing"}
+    dropped: set[int] = set()
+    out = []
+    for error in errors:
+        if error["type"] == "extra_forbidden":
+            close = _close_field(error["loc"], sections)
+            twin = (*_clean(error["loc"][:-1]), close)
+            if close is not None and twin in missing:
+                dropped.add(missing[twin])
+                error = {**error, "missing_twin": True}
+        out.append(error)
+    return [e for i, e in enumerate(out) if i not in dropped]
 
 
 def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) -> str:
     kind, loc = error["type"], error["loc"]
     if kind == "extra_forbidden":
-        return _unknown_field(loc, sections)
+        return _unknown_field(loc, sections, missing=bool(error.get("missing_twin")))
     if kind == "missing":
         parent = dotted(_clean(loc[:-1]))
         return f"missing required field {loc[-1]!r}{' under ' + parent if parent else ''}; add it"
@@ -73,19 +99,39 @@ def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) 
         return message
     shown = error.get("input")
     got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
-    return f"{message[:1].lower()}{message[1:]}{got}"
+    return f"{message[:1].lower()}{message[1:]}{got}{_close_word(error)}"
+
+
+def _close_word(error: Mapping[str, Any]) -> str:
+    """'; did you mean 'selective'?' for a misspelt word of a fixed vocabulary."""
+    expected = str((error.get("ctx") or {}).get("expected", ""))
+    shown = error.get("input")
+    if error["type"] not in ("enum", "literal_error") or not isinstance(shown, str):
+        return ""
+    close = difflib.get_close_matches(shown, re.findall(r"'([^']*)'", expected), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _spec_error(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]],
+                file: str) -> SpecError:
+    parts = _clean(error["loc"])
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, SpecError) and cause.field:
+        parts += cause.field.split(".")
+    return SpecError(_message(error, sections), file=file, field=dotted(parts))
 
 
 def from_validation_error(
     err: ValidationError, *, file: str, sections: Mapping[str, type[BaseModel]]
 ) -> SpecError:
-    """The first error of `err` as one SpecError naming the dotted field."""
-    first = err.errors()[0]
-    parts = _clean(first["loc"])
-    cause = (first.get("ctx") or {}).get("error")
-    if isinstance(cause, SpecError) and cause.field:
-        parts += cause.field.split(".")
-    return SpecError(_message(first, sections), file=file, field=dotted(parts))
+    """Every error of `err` at once, one per dotted field (the first found for it: the members
+    of a union may each complain about one value), as a SpecError or, for several, a
+    SpecErrors with one line each."""
+    found: dict[str, SpecError] = {}
+    for error in _pair_misspellings([dict(e) for e in err.errors()], sections):
+        one = _spec_error(error, sections, file)
+        found.setdefault(one.field, one)
+    return one_or_many(list(found.values()))
 
 
 def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:

@@ -12,6 +12,7 @@ from cost import MLA, Efficiency, Layer, LayersModel, ModelSpec, MoEModelSpec, T
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
 from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
+from .headroom import Headroom
 from .networks import network_catalog
 
 __all__ = [
@@ -203,12 +204,14 @@ Objective = Annotated[
 
 
 class Constraints(Frozen):
-    """Limits a plan must meet besides memory: USD to train, days, GPUs, USD per hour."""
+    """Limits a plan must meet besides memory: USD to train, days, GPUs, USD per hour, and
+    HBM to leave free on each GPU (search_spaces.headroom)."""
 
     max_cost: Usd | None = None
     max_days: Annotated[float, Field(gt=0)] | None = None
     max_gpus: Count | None = None
     max_hourly_cost: Usd | None = None
+    memory_headroom: Headroom | None = None
 
 
 class SearchSection(Frozen):

@@ -28,10 +28,10 @@ from cost import (
 )
 from cost.codec import encode
 
-from .catalog import gpu_catalog
 from .choices import Choice, IntRange
 from .cluster import ClusterSection, Expansion
 from .errors import SpecError
+from .gpu import node_gpus
 from .plan import PLAN_FIELDS
 from .spec import StudySpec
 
@@ -45,7 +45,7 @@ __all__ = [
 
 CLUSTER_KNOBS = ("gpu", "nodes", "gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth",
                  "expansion.capacity", "expansion.bandwidth", "pricing",
-                 "revocations_per_node_hour")
+                 "revocations_per_node_hour", "scale_out_bandwidth_per_node")
 """Cluster fields that may be choices; a new cluster for each combination of them."""
 OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp", "ep", "etp")
 """Plan knobs that shape the layout of ranks: what a search trial chooses (ep and etp fold the
@@ -69,8 +69,7 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
     if section.gpus_per_node is not None:
         per_node = _values(section.gpus_per_node)
     else:
-        per_node = tuple({gpu_catalog()[g].gpus_per_node if isinstance(g, str) else 8
-                          for g in _values(section.gpu)})
+        per_node = tuple({node_gpus(g) for g in _values(section.gpu)})
     return {n * g for n in nodes for g in per_node}
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -30,11 +29,12 @@ from cost import (
 )
 
 from .calibration import load_profile
+from .checks import price_problems, token_problems
 from .choices import Choice, is_choice
 from .cluster import ClusterSection, Expansion, GPUSection, gpu_spec
-from .errors import SpecError
+from .errors import SpecError, one_or_many
 from .fields import Frozen
-from .messages import from_validation_error, from_yaml_error
+from .messages import from_validation_error
 from .plan import PlanSection
 from .sections import (
     Constraints,
@@ -46,6 +46,7 @@ from .sections import (
     TrainingSection,
     resolve_model,
 )
+from .yaml_io import load_yaml, read_text
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
@@ -159,31 +160,29 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
         spec = StudySpec.model_validate({"name": name, **data})
     except ValidationError as err:
         raise from_validation_error(err, file=file, sections=SECTIONS) from err
-    _check_precision(spec, file)
+    problems = [*_precision_problems(spec), *price_problems(spec), *token_problems(spec)]
+    if problems:
+        raise one_or_many([p.with_file(file) for p in problems])
     spec._file = file
     return spec
 
 
 def load_spec(path: str | Path) -> StudySpec:
-    """Read a study spec from a YAML file (yaml.safe_load: plain values only).
+    """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice).
 
-    Raises FileNotFoundError for a missing file and SpecError, one line naming the file and
-    the field, for anything wrong in it."""
+    Raises FileNotFoundError for a missing file and SpecError naming the file and the field
+    for anything wrong in it (a SpecErrors, one line each, when several things are)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise from_yaml_error(err, file=str(path)) from err
+    data = load_yaml(read_text(path), file=str(path))
     return parse_spec(data, file=str(path), name=path.stem)
 
 
-def _check_precision(spec: StudySpec, file: str) -> None:
+def _precision_problems(spec: StudySpec) -> list[SpecError]:
     """A fixed GPU must support the training precision (a list of GPUs is pruned instead)."""
     gpu, precision = spec.cluster.gpu, spec.training.precision
     if isinstance(gpu, Choice):
-        return
+        return []
     found = gpu_spec(gpu, precision)
     problem = precision_violation(found.peak_flops_per_s, found.name, precision)
-    if problem:
-        raise SpecError(f"{problem} or another GPU", file=file, field="training.precision")
+    return [SpecError(f"{problem} or another GPU", field="training.precision")] if problem \
+        else []

@@ -14,7 +14,7 @@ from typing import Literal
 
 from .errors import SpecError
 
-__all__ = ["KINDS", "Kind", "parse_quantity"]
+__all__ = ["KINDS", "Kind", "parse_quantity", "quantity_factor"]
 
 Kind = Literal["bytes", "bytes_per_s", "flops_per_s", "seconds", "usd", "count"]
 KINDS: tuple[str, ...] = ("bytes", "bytes_per_s", "flops_per_s", "seconds", "usd", "count")
@@ -99,3 +99,11 @@ def _parse_text(text: str, kind: str, field: str, hint: str) -> float:
         raise SpecError(f"{text!r} is {_DESCRIPTION[unit_kind]}, not {_DESCRIPTION[kind]}; "
                         f"{hint}", field=field)
     return float(Decimal(digits) * Decimal(multiplier) / Decimal(divisor))
+
+
+def quantity_factor(unit: str) -> float:
+    """SI value of one `unit` ("Gbit/s" -> 1.25e8); ValueError for an unknown unit."""
+    found = _UNITS.get(unit)
+    if found is None:
+        raise ValueError(f"unknown unit {unit!r}")
+    return found[1] / found[2]

@@ -7,6 +7,7 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 
 from .errors import StudyError
 from .listing import best_results, export_trials, list_studies, trials_table
+from .locate import LEGACY_STORAGE_URL, Located, locate_storage
 from .metadata import (
     SCHEMA_VERSION,
     create_or_continue,
@@ -16,6 +17,7 @@ from .metadata import (
     stored_spec,
     target_trials,
 )
+from .metrics import OBJECTIVE_UNITS, metric_names, name_metrics
 from .records import RESULT_ATTR, TrialResult, is_feasible, record_result, result_of
 from .recovery import (
     JOURNAL_STALE_S,
@@ -29,6 +31,7 @@ from .recovery import (
 from .storage import (
     DEFAULT_STORAGE_URL,
     ENV_VAR,
+    directory_problem,
     open_storage,
     redact_url,
     storage_url,
@@ -48,22 +51,29 @@ __all__ = [
     "ENV_VAR",
     "JOURNAL_STALE_S",
     "JOURNAL_UNSTAMPED_S",
+    "LEGACY_STORAGE_URL",
+    "OBJECTIVE_UNITS",
     "RECOVERY_EVERY_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
     "WORKER_ATTR",
+    "Located",
     "RecoveryCallback",
     "StudyError",
     "TrialResult",
     "best_results",
     "complete_count",
     "create_or_continue",
+    "directory_problem",
     "export_trials",
     "fail_silent_trials",
     "finished_under_us",
     "is_feasible",
     "list_studies",
     "load_study",
+    "locate_storage",
+    "metric_names",
+    "name_metrics",
     "open_storage",
     "record_result",
     "recover_stale_trials",

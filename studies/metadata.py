@@ -17,6 +17,7 @@ import cost
 from search_spaces import SpecError, StudySpec, parse_spec
 
 from .errors import StudyError
+from .metrics import name_metrics
 from .storage import redact_url
 
 __all__ = [
@@ -91,6 +92,14 @@ def _mismatch(
         f"`tuner resume {study.study_name}` to continue with the stored spec")
 
 
+def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:
+    """True when the stored spec differs from `spec` only by fields a later version added,
+    left out (null) in both: the same problem, whose digest moved with the spec's schema."""
+    stored = json.loads(study.user_attrs.get("spec_json", "{}"))
+    now = spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM)
+    return bool(stored) and not _differences(_problem(stored), now)
+
+
 def _initial_attrs(spec: StudySpec, spec_text: str, target: int) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -130,12 +139,14 @@ def create_or_continue(
                                     sampler=sampler)
     except optuna.exceptions.DuplicatedStudyError:
         study = load_study(storage, spec.name, sampler=sampler)
-        if study.user_attrs.get("spec_digest") != spec_digest(spec):
+        if study.user_attrs.get("spec_digest") != spec_digest(spec) and \
+                not _only_fields_added_since(study, spec):
             raise _mismatch(storage, study, spec) from None
         set_target_trials(study, target_trials)
         return study
     for key, value in _initial_attrs(spec, spec_text, target_trials).items():
         study.set_user_attr(key, value)
+    name_metrics(study)
     return study
 
 

@@ -20,14 +20,18 @@ from sqlalchemy.engine import make_url
 
 from .errors import StudyError
 from .journal import StampingJournalStorage
+from .readonly import read_only_url, writable
 from .recovery import fail_silent_trials
 from .retry import RetryingSQLiteStorage
 
 __all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_STORAGE_URL", "ENV_VAR", "JOURNAL_SCHEME",
-           "fail_silent_trials", "open_storage", "redact_url", "storage_url"]
+           "directory_problem", "fail_silent_trials", "open_storage", "redact_url",
+           "storage_url"]
 
-DEFAULT_STORAGE_URL = "sqlite:///studies/studies.db"
-"""SQLite file `studies/studies.db`, relative to the current directory."""
+DEFAULT_STORAGE_URL = "sqlite:///studies.db"
+"""SQLite file `studies.db` in the current directory. (Until version 0.1 it was
+`studies/studies.db`: a folder named like the `studies` package, which shadowed the package for
+`python -m tuner` run there; studies.locate still finds studies in it.)"""
 
 ENV_VAR = "TUNER_STORAGE"
 JOURNAL_SCHEME = "journal://"
@@ -76,15 +80,26 @@ def _journal_path(url: str) -> Path | None:
     return None
 
 
+def directory_problem(parent: Path) -> str:
+    """Why no file can be made in `parent` ('' when it is a directory): it, or a folder
+    above it, is a file; or it does not exist (and is not made: a typo would put a file far
+    from where the user looks)."""
+    if parent.is_dir():
+        return ""
+    blocker = next((p for p in (parent, *parent.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        return f"{blocker} is a file, not a directory"
+    return f"directory {parent} does not exist; create it (mkdir -p {parent})"
+
+
 def _prepare_dir(url: str, path: Path) -> None:
-    """Create the parent directory of a storage file; it must be writable."""
+    """The directory of a storage file must exist (it is not made: a typo in --storage would
+    put a database far from where the user looks) and be writable."""
     parent = path.expanduser().parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise StudyError(f"storage {redact_url(url)}: cannot create directory {parent} "
-                         f"({err.strerror}); give --storage (or {ENV_VAR}) a writable "
-                         "place") from err
+    problem = directory_problem(parent)
+    if problem:
+        raise StudyError(f"storage {redact_url(url)}: {problem}, or give --storage (or "
+                         f"{ENV_VAR}) a file in an existing directory")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise StudyError(f"storage {redact_url(url)}: directory {parent} is not writable; "
                          f"give --storage (or {ENV_VAR}) a writable place")
@@ -116,6 +131,7 @@ def open_storage(
     grace_period_s: int | None = None,
     max_retry: int = 3,
     create: bool = True,
+    read_only: bool = False,
 ) -> optuna.storages.BaseStorage:
     """Open (creating the tables or file if needed) the storage at `url`: an RDBStorage for a
     SQLAlchemy URL, a JournalStorage for `journal:///PATH` or a `.log`/`.journal` path.
@@ -124,8 +140,9 @@ def open_storage(
     for `grace_period_s` (default twice the interval) is failed and retried up to `max_retry`
     times (a journal has no heartbeats: see studies.recovery). With `create=False` a file
     that does not exist is an error, not a new database (for commands that only read or
-    join). Raises StudyError, one line with the redacted URL, when the storage cannot be
-    used."""
+    join). With `read_only` (commands that only read: an existing file, never written) a file
+    in a directory this process may not write is opened read-only (studies.readonly). Raises
+    StudyError, one line with the redacted URL, when the storage cannot be used."""
     journal = _journal_path(url)
     if journal is None:
         _refuse_memory(url)
@@ -133,6 +150,8 @@ def open_storage(
     if path is not None and not create and not path.expanduser().is_file():
         raise StudyError(f"storage {redact_url(url)}: no file {path}; run `tuner search SPEC` "
                          f"to make a study there, or give --storage (or {ENV_VAR})")
+    if path is not None and read_only and not writable(path.expanduser()):
+        return _open_read_only(url, path.expanduser(), journal is not None)
     if path is not None:
         _prepare_dir(url, path)
     if journal is not None:
@@ -151,6 +170,16 @@ def open_storage(
         raise _storage_error(url, err) from err
 
 
+def _open_read_only(url: str, path: Path, journal: bool) -> optuna.storages.BaseStorage:
+    """A storage file this process may read but not write, opened for reading only."""
+    if journal:
+        return _open_journal(url, path)
+    try:
+        return RetryingSQLiteStorage(read_only_url(path), engine_kwargs={})
+    except Exception as err:
+        raise _storage_error(url, err) from err
+
+
 def _refuse_memory(url: str) -> None:
     """An in-memory SQLite database lives and dies with one connection: nothing would be
     stored, and the heartbeat thread would see another, empty database."""
@@ -160,7 +189,7 @@ def _refuse_memory(url: str) -> None:
         return
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise StudyError(f"storage {redact_url(url)} is an in-memory database, which keeps "
-                         "nothing; give a file, e.g. sqlite:///studies/studies.db")
+                         "nothing; give a file, e.g. sqlite:///studies.db")
 
 
 def _write_ahead_log(url: str, path: Path) -> None:
@@ -220,7 +249,7 @@ def _storage_error(url: str, err: Exception) -> StudyError:
         what = ("names a database SQLAlchemy does not know; use sqlite:///FILE, "
                 "postgresql+psycopg://... or mysql+pymysql://...")
     elif isinstance(err, sqlalchemy.exc.ArgumentError):
-        what = "is not a storage URL; give one such as sqlite:///studies/studies.db"
+        what = "is not a storage URL; give one such as sqlite:///studies.db"
     elif isinstance(err, ImportError):
         what = f"needs {_driver(url)}, which is not installed; install it or use sqlite:///FILE"
     elif isinstance(err, sqlalchemy.exc.OperationalError) and sqlite:

@@ -1,6 +1,7 @@
 """Hypothesis strategies for hostile specs: a small valid spec with exactly one field made
-wrong (a wrong type, a negative, zero or absurd value, a unit of the wrong kind, a name not in
-the catalog, an unknown field), paired with the dotted path of the field an error must name."""
+wrong (a wrong type, a negative, zero or absurd value, a unit of the wrong kind, a bare number
+too small for its field, a name not in the catalog, an unknown field), paired with the dotted
+path of the field an error must name."""
 
 from __future__ import annotations
 
@@ -75,6 +76,7 @@ def _bad_quantity(path: str, wrong_units: list[str], right_units: list[str]
         _quantity(st.floats(-1e4, -1e-3), right_units),           # negative
         st.sampled_from(right_units).map(lambda u: f"0 {u}"),     # zero
         _quantity(positive, ["furlongs", "GB/fortnight", "parsec"]),  # no such unit
+        positive.map(lambda f: round(f, 2)),                      # bare: too small to be meant
         _words, st.just([]), st.integers(max_value=0),
         *([st.none()] if path in _REQUIRED else []))
     return values.map(lambda v: (_with(path, v), path))

@@ -16,9 +16,12 @@ from studies import DEFAULT_STORAGE_URL, StudyError, open_storage, redact_url, s
 SECRET_URL = "postgresql+psycopg://user:secret@db.example:5432/studies"
 
 
-def test_default_url_is_sqlite_under_studies(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_url_is_a_sqlite_file_in_the_current_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not under studies/: a folder named like the `studies` package shadowed it for
+    `python -m tuner` run in that directory (issue 15)."""
     monkeypatch.delenv("TUNER_STORAGE", raising=False)
-    assert storage_url(None) == DEFAULT_STORAGE_URL == "sqlite:///studies/studies.db"
+    assert storage_url(None) == DEFAULT_STORAGE_URL == "sqlite:///studies.db"
 
 
 def test_environment_overrides_default_and_cli_overrides_environment(
@@ -40,11 +43,12 @@ def test_redaction_keeps_a_url_without_password() -> None:
     assert redact_url("sqlite:///studies/studies.db") == "sqlite:///studies/studies.db"
 
 
-def test_parent_directory_is_created(tmp_path: Path) -> None:
+def test_a_missing_parent_directory_is_an_error_not_made(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "er" / "studies.db"
-    storage = open_storage(f"sqlite:///{path}", heartbeat_interval_s=None)
-    optuna.create_study(study_name="s", storage=storage)
-    assert path.is_file()
+    for url in (f"sqlite:///{path}", f"journal://{path.with_suffix('.log')}"):
+        with pytest.raises(StudyError, match=f"directory {path.parent} does not exist"):
+            open_storage(url, heartbeat_interval_s=None)
+    assert not (tmp_path / "deep").exists()
 
 
 def test_heartbeat_retries_stale_trials(tmp_path: Path) -> None:
@@ -55,10 +59,10 @@ def test_heartbeat_retries_stale_trials(tmp_path: Path) -> None:
     assert isinstance(callback, optuna.storages.RetryHeartbeatStaleTrialCallback)
 
 
-def test_a_directory_that_cannot_be_created_is_a_study_error(tmp_path: Path) -> None:
+def test_a_parent_that_is_a_file_is_a_study_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("", encoding="utf-8")
-    with pytest.raises(StudyError, match="cannot create directory"):
+    with pytest.raises(StudyError, match=f"{blocker} is a file, not a directory"):
         open_storage(f"sqlite:///{blocker / 'sub' / 'studies.db'}")
 
 

@@ -92,7 +92,13 @@ def test_unknown_study_and_unwritable_file_exit_2(storage: str, tmp_path: Path) 
     assert code == 2 and "no study named 'nope'" in err and len(err.strip().splitlines()) == 1
     code, _, err = _run("report", "tiny", "--storage", storage,
                         "--out", str(tmp_path / "missing" / "r.html"))
-    assert code == 2 and "cannot write the report" in err
+    assert code == 2 and f"directory {tmp_path / 'missing'} does not exist" in err
+    assert not (tmp_path / "missing").exists()
+    (tmp_path / "taken").write_text("a file", encoding="utf-8")
+    code, _, err = _run("report", "tiny", "--storage", storage,
+                        "--out", str(tmp_path / "taken" / "r.html"))
+    assert code == 2 and "taken is a file, not a directory" in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def _chromium() -> str | None:

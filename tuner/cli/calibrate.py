@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -13,6 +12,7 @@ from search_spaces import profile_text
 from ..engine.calibrate import errors, fit, read_measurements, split, summary
 from ..views import text as render
 from .options import json_option
+from .paths import out_path
 
 __all__ = ["calibrate"]
 
@@ -28,8 +28,9 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
 
 @click.command()
 @click.argument("csv_path", metavar="MEASUREMENTS.csv", type=click.Path(dir_okay=False))
-@click.option("--out", required=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="Where to write the profile (YAML) that specs name with `calibration:`.")
+@click.option("--out", required=True, metavar="FILE",
+              help="Where to write the profile (YAML) that specs name with `calibration:`, in "
+                   "an existing directory.")
 @click.option("--holdout", default=0.5, show_default=True, type=click.FloatRange(0.0, 0.9),
               help="Share of the runs held out of the fit to report its error on.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
@@ -40,6 +41,7 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
 def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
               as_json: bool) -> None:
     """Fit the model's efficiency (per-GPU GEMM fraction) to measured step times."""
+    path = out_path(out)
     rows = read_measurements(csv_path)
     fitted_rows, held = split(rows, holdout, seed)
     fitted = fit(fitted_rows, DEFAULT_EFFICIENCY, network=network)
@@ -48,7 +50,7 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
               for name, part in (("fit", fitted_rows), ("held_out", held))}
     header = (f"written by `tuner calibrate {csv_path}`: {len(fitted_rows)} runs fitted, "
               f"{len(held)} held out (seed {seed})")
-    Path(out).write_text(profile_text(fitted, header=header), encoding="utf-8")
+    path.write_text(profile_text(fitted, header=header), encoding="utf-8")
     if as_json:
         click.echo(render.to_json({"profile": out, **report,
                                    "efficiency": fitted.as_dict()}))

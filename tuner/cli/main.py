@@ -14,6 +14,7 @@ import optuna
 import cost
 from search_spaces import (
     SpecError,
+    SpecErrors,
     gpu_catalog,
     gpu_info,
     load_spec,
@@ -22,6 +23,7 @@ from search_spaces import (
 )
 from studies import StudyError
 
+from ..engine.limits import with_spec_limits
 from ..errors import TunerError
 from ..views import text as render
 from . import calibrate, search, worker
@@ -36,6 +38,13 @@ _USER_ERRORS = (SpecError, cost.CostModelError, StudyError, TunerError, OSError)
 _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
                 IsADirectoryError: "is a directory; give a file",
                 PermissionError: "permission denied; check the file's permissions"}
+
+
+def _lines(err: BaseException) -> list[str]:
+    """The error as one line, or one line per error of a spec with several (SpecErrors)."""
+    if isinstance(err, SpecErrors):
+        return [_one_line(e) for e in err.errors]
+    return [_one_line(err)]
 
 
 def _one_line(err: BaseException) -> str:
@@ -56,7 +65,16 @@ class _Group(click.Group):
         except _USER_ERRORS as err:
             if ctx.params.get("debug"):
                 raise
-            click.echo(f"error: {_one_line(err)}", err=True)
+            for line in _lines(err):
+                click.echo(f"error: {line}", err=True)
+            sys.exit(2)
+        except click.UsageError as err:  # a command's options: one line, not click's banner
+            if ctx.params.get("debug"):
+                raise
+            where = err.ctx.command_path if err.ctx is not None else ctx.command_path
+            message = " ".join(err.format_message().split()).replace(". (", " (").rstrip(".")
+            message = message[:1].lower() + message[1:]
+            click.echo(f"error: {where}: {message}; see `{where} --help`", err=True)
             sys.exit(2)
 
 
@@ -79,7 +97,7 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
         spec = load_spec(path)
         inputs = spec.to_cost_inputs()
         report = cost.evaluate(*inputs, efficiency=spec.efficiency())
-        results.append((spec, cost.plan_result(*inputs, report)))
+        results.append((spec, with_spec_limits(spec, report, cost.plan_result(*inputs, report))))
     if as_json:
         payload = [r.as_dict() for _, r in results]
         click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))

@@ -7,15 +7,18 @@ from typing import Any, TypeVar
 
 import click
 
+from ..errors import TunerError
+
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["heartbeat_option", "json_option", "storage_option", "timeout_option", "top_option"]
+__all__ = ["check_sampler_flags", "exclusive", "heartbeat_option", "json_option",
+           "storage_option", "timeout_option", "top_option"]
 
 storage_option = click.option(
     "--storage", "storage", default=None, metavar="URL",
     help="The studies' storage: a SQLAlchemy URL (PostgreSQL for many machines), or "
          "journal:///PATH.log on a shared file system (default $TUNER_STORAGE or "
-         "sqlite:///studies/studies.db).")
+         "sqlite:///studies.db in the current directory; its directory must exist).")
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print JSON only, on stdout.")
 heartbeat_option = click.option(
@@ -33,3 +36,28 @@ def top_option(default: int = 1) -> Callable[[F], F]:
     return click.option("--top", default=default, show_default=True,
                         type=click.IntRange(min=1),
                         help="How many distinct plans to show (single objective).")
+
+
+def exclusive(*flags: tuple[str, bool]) -> None:
+    """TunerError when more than one of the (name, given) flags is given: they contradict."""
+    given = [name for name, on in flags if on]
+    if len(given) > 1:
+        raise TunerError(f"{' and '.join(given)} contradict each other; give one of them")
+
+
+def check_sampler_flags(spec: Any, *, sampler: str | None, trials: int | None,
+                        timeout: float | None, sweep_inner: bool) -> None:
+    """TunerError for `tuner search` flags that the sampler in force would ignore: the
+    exhaustive sampler evaluates every plan once, so a trial count, a time limit and
+    --no-sweep contradict it."""
+    name = sampler or spec.search.sampler
+    if name != "exhaustive":
+        return
+    ignored = [flag for flag, given in (("--trials", trials is not None),
+                                        ("--timeout", timeout is not None),
+                                        ("--no-sweep", not sweep_inner)) if given]
+    if ignored:
+        source = "--sampler exhaustive" if sampler else f"{spec.file}: search.sampler: exhaustive"
+        verb = "contradicts" if len(ignored) == 1 else "contradict"
+        raise TunerError(f"{', '.join(ignored)} {verb} {source}, which evaluates every plan "
+                         "once; drop it, or give --sampler tpe (or another) to run trials")

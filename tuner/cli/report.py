@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from studies import load_study, open_storage, redact_url, storage_url
+from studies import load_study, name_metrics, open_storage, redact_url
 
 from ..errors import TunerError
 from ..views import text as render
@@ -20,23 +18,25 @@ from .dashboard import (
     study_address,
 )
 from .options import storage_option, top_option
+from .paths import out_path, storage_for
 
 __all__ = ["dashboard", "report"]
 
 
 @click.command()
 @click.argument("name")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Where to write the HTML (default NAME.html).")
+@click.option("--out", default=None, metavar="FILE",
+              help="Where to write the HTML, in an existing directory (default NAME.html).")
 @top_option(5)
 @storage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"report": PATH} only.')
 def report(name: str, out: str | None, top: int, storage: str | None, as_json: bool) -> None:
     """An HTML report of study NAME: best plans with their breakdowns, history, Pareto front,
     parameter importances; one file, viewable without a network."""
-    store = open_storage(storage_url(storage), heartbeat_interval_s=None, create=False)
+    path = out_path(out if out is not None else f"{name}.html")
+    store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=None,
+                         create=False, read_only=True)
     text = build_report(load_study(store, name), top=top)
-    path = Path(out if out is not None else f"{name}.html")
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as err:
@@ -54,9 +54,9 @@ def dashboard(name: str, storage: str | None, host: str, port: int) -> None:
     """optuna-dashboard on the storage of study NAME (needs the `dashboard` extra)."""
     if not dashboard_installed():
         raise TunerError(f"optuna-dashboard is not installed; {INSTALL_HINT}")
-    url = storage_url(storage)
-    store = open_storage(url, heartbeat_interval_s=None, create=False)
-    load_study(store, name)
+    url = storage_for(storage, study=name)
+    store = open_storage(url, heartbeat_interval_s=None, create=False, read_only=True)
+    name_metrics(load_study(store, name))
     address = study_address(host=host, port=port,
                             study_id=store.get_study_id_from_name(name))
     click.echo(f"optuna-dashboard on {redact_url(url)}: {address} (Ctrl-C stops)", err=True)

@@ -11,13 +11,21 @@ import click
 import optuna
 
 from search_spaces import load_spec
-from studies import best_results, load_study, open_storage, storage_url, stored_spec
+from studies import best_results, load_study, open_storage, stored_spec
 
 from ..engine.samplers import SAMPLERS
 from ..engine.search import SearchOptions, continue_study, run_search, summary
 from ..views import studies as studies_view
 from ..views import text as render
-from .options import heartbeat_option, json_option, storage_option, timeout_option, top_option
+from .options import (
+    check_sampler_flags,
+    heartbeat_option,
+    json_option,
+    storage_option,
+    timeout_option,
+    top_option,
+)
+from .paths import storage_for
 
 __all__ = ["resume", "search"]
 
@@ -70,8 +78,10 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
            heartbeat: int, as_json: bool) -> None:
     """A new study, or more trials of the study of that name."""
     spec = load_spec(spec_path)
+    check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
+                        sweep_inner=sweep_inner)
     started = time.perf_counter()
-    store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat)
+    store = open_storage(storage_for(storage, study=spec.name), heartbeat_interval_s=heartbeat)
     options = _options(as_json, sampler=sampler, trials=trials, seed=seed, timeout=timeout,
                        sweep_inner=sweep_inner)
     study = run_search(spec, Path(spec_path).read_text(encoding="utf-8"), store, options)
@@ -89,6 +99,7 @@ def resume(name: str, timeout: float | None, top: int, storage: str | None, hear
            as_json: bool) -> None:
     """Continue an interrupted study to its trial target (its stored spec)."""
     started = time.perf_counter()
-    store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat, create=False)
+    store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
+                         create=False)
     study = continue_study(load_study(store, name), _options(as_json, timeout=timeout))
     _report(study, time.perf_counter() - started, as_json, top)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from optuna.storages import BaseStorage
 
@@ -14,19 +12,20 @@ from studies import (
     load_study,
     open_storage,
     redact_url,
-    storage_url,
 )
 
 from ..views import studies as studies_view
 from ..views import text as render
-from .options import json_option, storage_option, top_option
+from .options import exclusive, json_option, storage_option, top_option
+from .paths import out_path, storage_for
 
 __all__ = ["best", "export", "studies"]
 
 
 def _read_only(url: str) -> BaseStorage:
-    """The storage at `url` for reading: no heartbeat, no new SQLite file."""
-    return open_storage(url, heartbeat_interval_s=None, create=False)
+    """The storage at `url` for reading: no heartbeat, no new SQLite file, read-only where
+    the file may not be written."""
+    return open_storage(url, heartbeat_interval_s=None, create=False, read_only=True)
 
 
 @click.command()
@@ -34,7 +33,7 @@ def _read_only(url: str) -> BaseStorage:
 @json_option
 def studies(storage: str | None, as_json: bool) -> None:
     """List the studies in a storage: trials by state and best values."""
-    url = storage_url(storage)
+    url = storage_for(storage)
     summaries = list_studies(_read_only(url))
     if as_json:
         click.echo(render.to_json(summaries))
@@ -49,7 +48,7 @@ def studies(storage: str | None, as_json: bool) -> None:
 @json_option
 def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     """The best plan(s) of study NAME, or its Pareto front."""
-    study = load_study(_read_only(storage_url(storage)), name)
+    study = load_study(_read_only(storage_for(storage, study=name)), name)
     results = best_results(study, top=top)
     if as_json:
         click.echo(render.to_json({"study": name, "best": [r.as_dict() for r in results]}))
@@ -60,16 +59,19 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
 
 @click.command()
 @click.argument("name")
-@click.option("--csv", "fmt", flag_value="csv", default=True, help="CSV (the default).")
-@click.option("--json", "fmt", flag_value="json", help="A JSON list of rows.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write to FILE instead of stdout.")
+@click.option("--csv", "as_csv", is_flag=True, help="CSV (the default).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON list of rows.")
+@click.option("--out", "out", default=None, metavar="FILE",
+              help="Write to FILE (in an existing directory) instead of stdout.")
 @storage_option
-def export(name: str, fmt: str, out: str | None, storage: str | None) -> None:
+def export(name: str, as_csv: bool, as_json: bool, out: str | None, storage: str | None
+           ) -> None:
     """The trials of study NAME as CSV or JSON, one row per trial."""
-    study = load_study(_read_only(storage_url(storage)), name)
-    text = export_trials(study, "json" if fmt == "json" else "csv")
-    if out is None:
+    exclusive(("--csv", as_csv), ("--json", as_json))
+    path = out_path(out) if out is not None else None
+    study = load_study(_read_only(storage_for(storage, study=name)), name)
+    text = export_trials(study, "json" if as_json else "csv")
+    if path is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    Path(out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

@@ -7,12 +7,13 @@ import time
 
 import click
 
-from studies import load_study, open_storage, storage_url, stored_spec, target_trials
+from studies import load_study, open_storage, stored_spec, target_trials
 
 from ..engine.samplers import make_sampler
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
 from .options import heartbeat_option, json_option, storage_option, timeout_option
+from .paths import storage_for
 
 __all__ = ["worker"]
 
@@ -27,7 +28,8 @@ def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None
            as_json: bool) -> None:
     """Join study NAME (made by `tuner search`) and run trials until it has its target."""
     started = time.perf_counter()
-    store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat, create=False)
+    store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
+                         create=False)
     study = load_study(store, name)
     spec = stored_spec(study)
     study.sampler = make_sampler(spec.search.sampler, seed=None,  # unseeded: workers differ

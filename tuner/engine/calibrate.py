@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cost import ClusterSpec, Efficiency, Plan, evaluate
-from search_spaces import Space, SpecError, load_spec
+from search_spaces import Space, SpecError, load_spec, read_text
 
 __all__ = ["Measurement", "errors", "fit", "read_measurements", "split", "summary"]
 
@@ -54,8 +55,7 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     """The rows of a measurements CSV; SpecError names the file, row and column."""
     path = Path(path)
     file = str(path)
-    with path.open(newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
     out = []
     for i, row in enumerate(rows, start=2):
         for column in ("spec", "measured_step_time_s"):

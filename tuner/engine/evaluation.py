@@ -11,6 +11,7 @@ import numpy as np
 from cost import ClusterSpec, CostReport, Efficiency, Plan, PlanResult, evaluate, plan_result
 from search_spaces import CLUSTER_KNOBS, Space
 
+from .limits import limit_messages
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
@@ -89,20 +90,11 @@ def best_plan(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any]) -> C
                      constraints=best.constraints, evaluated=evaluated, feasible_plans=feasible)
 
 
-_LIMITS = {"max_cost": "cost to train", "max_days": "days to train", "max_gpus": "GPUs",
-           "max_hourly_cost": "cost per hour"}
-
-
 def result_of(space: Space, candidate: Candidate) -> PlanResult:
     """The PlanResult of a candidate (one more scalar evaluation), its feasibility and
     violations including the spec's constraints."""
     report = evaluate(space.model, candidate.cluster, space.training, candidate.plan,
                       efficiency=space.efficiency)
     result = plan_result(space.model, candidate.cluster, space.training, candidate.plan, report)
-    messages = []
-    for name, what in _LIMITS.items():
-        excess = candidate.constraints.get(name, 0.0)
-        if excess > 0:
-            limit = getattr(space.spec.constraints, name)
-            messages.append(f"{what} is {100 * excess:.0f}% over constraints.{name} = {limit:g}")
+    messages = limit_messages(space.spec.constraints, candidate.constraints, result)
     return result.with_limits(candidate.constraints, messages)

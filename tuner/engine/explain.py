@@ -29,6 +29,7 @@ from cost import (
 from search_spaces import Space, StudySpec
 
 from .evaluation import best_plan
+from .limits import with_spec_limits
 
 __all__ = ["TERM_LABELS", "explain", "neighbourhood", "time_terms"]
 
@@ -86,6 +87,14 @@ def _memory(result: PlanResult) -> dict[str, Any]:
     return {"total_bytes": total, "usable_bytes": usable, "fits": total <= usable,
             "used_share": total / usable if usable > 0 else float("inf"),
             "headroom_bytes": usable - total, "breakdown": dict(result.memory_per_gpu_bytes)}
+
+
+def _price(result: PlanResult, tokens: float) -> dict[str, Any]:
+    """What the plan costs: per hour, and the time and money to train `tokens` with the
+    expected spot overhead (revocations, restarts, checkpoints) in both."""
+    keys = ("workload", "cost_per_hour_usd", "time_to_train_days", "cost_to_train_usd",
+            "revocation_overhead", "checkpoint_interval_s")
+    return {"tokens": tokens, **{k: getattr(result, k) for k in keys}}
 
 
 def _powers_of_two(limit: int) -> list[int]:
@@ -169,7 +178,8 @@ def explain(spec: StudySpec) -> dict[str, Any]:
     inputs = spec.to_cost_inputs()
     _, cluster, training, _ = inputs
     efficiency = spec.efficiency()  # the spec's calibration profile, else the defaults
-    result = plan_result(*inputs, evaluate(*inputs, efficiency=efficiency))
+    report = evaluate(*inputs, efficiency=efficiency)
+    result = with_spec_limits(spec, report, plan_result(*inputs, report))
     terms = time_terms(*inputs, efficiency=efficiency)
     space = neighbourhood(spec, result.plan, gpus=result.cluster.gpus,
                           global_batch=training.global_batch)
@@ -179,6 +189,7 @@ def explain(spec: StudySpec) -> dict[str, Any]:
         "violations": list(result.violations), "step_time_s": result.step_time_s,
         "tokens_per_s": result.tokens_per_s, "mfu": result.mfu,
         "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
+        **_price(result, training.tokens),
         "what_if": {**_bandwidth_what_ifs(inputs, result.step_time_s, efficiency),
                     "hbm_capacity_x1_5": _capacity_what_if(space, cluster)},
     }

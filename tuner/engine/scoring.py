@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cost import CostReport
-from search_spaces import Constraints
+from search_spaces import Constraints, required_free_bytes
 
 __all__ = ["DIRECTIONS", "Scores", "best_index", "score"]
 
@@ -47,7 +47,7 @@ def _objective(report: CostReport, name: str) -> NDArray[np.float64]:
 def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) -> Scores:
     """Objective values in the objectives' own units (tokens/s, days, USD) and constraints:
     HBM and expansion use (always), and the spec's max_cost, max_days, max_gpus,
-    max_hourly_cost."""
+    max_hourly_cost and memory_headroom."""
     shape = np.shape(report.step_time_s)
     memory = report.memory
     constraints = {
@@ -65,10 +65,20 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
         limit = getattr(limits, name)
         if limit is not None:
             constraints[name] = np.asarray(value, dtype=np.float64) / float(limit) - 1.0
+    if limits.memory_headroom is not None:
+        constraints["memory_headroom"] = headroom_excess(report, limits.memory_headroom)
     constraints = {k: np.broadcast_to(np.nan_to_num(v, nan=np.inf, posinf=1e9), shape)
                    for k, v in constraints.items()}
     columns = [np.broadcast_to(_objective(report, n), shape) for n in objectives]
     return Scores(objectives=np.stack(columns, axis=-1), constraints=constraints)
+
+
+def headroom_excess(report: CostReport, headroom: str | float) -> NDArray[np.float64]:
+    """How far a plan's memory plus the HBM it must leave free (constraints.memory_headroom)
+    exceeds the usable HBM, as a fraction of the usable HBM (<= 0: the headroom is left)."""
+    usable = np.asarray(report.hbm_usable_bytes, dtype=np.float64)
+    required = required_free_bytes(headroom, usable)
+    return np.asarray((report.memory.total_bytes + required) / usable - 1.0, dtype=np.float64)
 
 
 def best_index(scores: Scores, directions: list[str]) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cost import PlanRecord
+from cost import PlanRecord, PlanResult
 
 from .studies import plan_summary
+from .text import price_rows
 
 __all__ = ["explain_text"]
 
@@ -70,6 +71,13 @@ def _capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
     return rows
 
 
+def _price_rows(out: Mapping[str, Any]) -> list[str]:
+    """Price, time and cost to train, with the spot overhead (older objects lack them)."""
+    if "cost_per_hour_usd" not in out:
+        return []
+    return price_rows(PlanResult.from_dict(out), float(out.get("tokens") or 0.0))
+
+
 def explain_text(out: Mapping[str, Any]) -> str:
     """The report of `tuner explain`, from the object `tuner explain --json` prints."""
     c = out["cluster"]
@@ -77,12 +85,14 @@ def explain_text(out: Mapping[str, Any]) -> str:
     lines = [
         f"{out['spec']}",
         f"  model             {out['model']}",
-        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} ({c['gpus']} GPUs)",
+        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} "
+        f"({c['gpus']} GPUs, {c['pricing']})",
         f"  plan              {plan_summary(PlanRecord.from_dict(out['plan']))} ({status})",
         f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
         *_terms(out),
         _memory(out["memory"]),
         *[f"    - {v}" for v in out["violations"]],
+        *_price_rows(out),
         "  what if",
         *_bandwidth_rows(out["what_if"]),
         *_capacity_rows(out["what_if"]["hbm_capacity_x1_5"]),

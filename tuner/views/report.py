@@ -24,7 +24,7 @@ from .report_figures import (
     time_figure,
 )
 from .studies import best_cells, cluster_summary, plan_summary
-from .text import unit_label
+from .text import unit_label, usd
 
 __all__ = ["build_report", "search_figures"]
 
@@ -55,10 +55,15 @@ def _cards(result: PlanResult) -> str:
         ("MFU", f"{100.0 * result.mfu:.1f} %"),
         ("memory per GPU", f"{result.memory_total_bytes / _GIB:.1f} of "
                            f"{result.hbm_usable_bytes / _GIB:.1f} GiB"),
-        ("cost per hour", f"${result.cost_per_hour_usd:,.0f}"),
+        ("cost per hour", usd(result.cost_per_hour_usd)),
         ("days to train", f"{result.time_to_train_days:,.1f}"),
-        ("cost to train", f"${result.cost_to_train_usd:,.0f}"),
+        ("cost to train", usd(result.cost_to_train_usd)),
     ]
+    if result.cluster.pricing == "spot":
+        overhead = result.revocation_overhead
+        cards += [("spot overhead (in days and cost)", f"+{100.0 * overhead:.1f} %"),
+                  (f"{unit_label(result)} over the run",
+                   f"{result.tokens_per_s / (1.0 + overhead):,.0f}")]
     items = "".join(f"<div class='card'><span>{html.escape(k)}</span><b>{html.escape(v)}</b>"
                     "</div>" for k, v in cards)
     return f"<div class='cards'>{items}</div>"

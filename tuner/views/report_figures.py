@@ -14,6 +14,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from studies import TrialResult
 
+from .pareto_figure import pareto_plot
 from .studies import cluster_summary, plan_summary
 
 __all__ = ["OBJECTIVE_LABELS", "Figure", "history_figures", "importance_figures",
@@ -29,11 +30,12 @@ OBJECTIVE_LABELS = {"throughput": "tokens/s", "time_to_train": "days to train",
 TIME_TERMS = {"compute": "compute", "recompute": "recompute", "tp_comm": "TP traffic",
               "cp_comm": "CP traffic", "pp_comm": "PP sends", "pp_bubble": "pipeline bubble",
               "dp_comm": "DP traffic", "optimizer": "optimizer", "offload": "offload",
-              "ep_comm": "EP all-to-all"}
+              "ep_comm": "EP all-to-all", "launch": "kernel launches",
+              "spot_overhead": "spot overhead (revocations, checkpoints)"}
 MEMORY_TERMS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer state",
                 "activations": "activations", "buffers": "buffers"}
 _COLOURS = ("#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
-            "#ff9da6", "#9d755d", "#bab0ac")
+            "#ff9da6", "#9d755d", "#bab0ac", "#8c6d31", "#7f7f7f")
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,22 @@ def _stacked(results: Sequence[TrialResult], parts: Callable[[TrialResult],
     return figure
 
 
+def _time_parts(r: TrialResult) -> dict[str, float]:
+    """The step's terms, and on spot servers the expected overhead per step (revocations,
+    restarts, checkpoints: the step time times the revocation overhead)."""
+    parts = dict(r.result.time_breakdown_s)
+    if r.result.cluster.pricing == "spot":
+        parts["spot_overhead"] = r.result.step_time_s * r.result.revocation_overhead
+    return parts
+
+
 def time_figure(results: Sequence[TrialResult]) -> Figure:
-    """Seconds per optimizer step of each plan, by term (exposed time)."""
-    figure = _stacked(results, lambda r: r.result.time_breakdown_s, TIME_TERMS, 1.0)
-    figure.update_xaxes(title_text="seconds per step")
+    """Seconds per optimizer step of each plan, by term (exposed time), with the expected spot
+    overhead of each step on spot servers."""
+    figure = _stacked(results, _time_parts, TIME_TERMS, 1.0)
+    spot = any(r.result.cluster.pricing == "spot" for r in results)
+    figure.update_xaxes(title_text="seconds per step" + (
+        " (spot: with the expected overhead of revocations and checkpoints)" if spot else ""))
     return Figure("time", "Step time by term", figure)
 
 
@@ -115,13 +129,15 @@ def _objective_value(i: int) -> Callable[[FrozenTrial], float]:
 
 
 def pareto_figure(study: optuna.Study) -> Figure | None:
-    """Optuna's Pareto-front plot of a two-objective study (trials that break their stored
-    constraints are greyed)."""
+    """The Pareto front of a two-objective study over its feasible plans, coloured by GPU
+    type and pricing (tuner.views.pareto_figure); a note while no plan is feasible."""
     if len(study.directions) != 2:
         return None
-    figure = visualization.plot_pareto_front(
-        study, target_names=[_label(n) for n in _objectives(study)])
-    return Figure("pareto", "Pareto front", figure)
+    figure = pareto_plot(study, [_label(n) for n in _objectives(study)])
+    if figure is None:
+        return Figure("pareto", "Pareto front", note="no feasible plan yet: every plan "
+                      "exceeds memory or a constraint; run more trials or relax the constraints")
+    return Figure("pareto", "Pareto front (feasible plans)", figure)
 
 
 def _searched_params(trials: Sequence[FrozenTrial]) -> list[str]:

@@ -9,7 +9,8 @@ from typing import Any
 from cost import ClusterSummary, PlanRecord
 from studies import TrialResult
 
-__all__ = ["best_cells", "best_text", "cluster_summary", "plan_summary", "studies_text"]
+__all__ = ["best_cells", "best_columns", "best_text", "cluster_summary", "plan_summary",
+           "studies_text"]
 
 _GIB = 2.0**30
 
@@ -65,11 +66,30 @@ _BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
 ]
 
 
+def _spot_cell(r: TrialResult) -> str:
+    if r.result.cluster.pricing != "spot":
+        return "-"
+    return "+" + _number(100.0 * r.result.revocation_overhead, ".1f")
+
+
+def best_columns(results: Sequence[TrialResult]
+                 ) -> list[tuple[str, Callable[[TrialResult], str]]]:
+    """The columns of `tuner best`; with spot servers among the plans, "spot +%" (the
+    expected overhead of revocations, restarts and checkpoints, in time and money alike)
+    beside tokens/s."""
+    columns = list(_BEST_COLUMNS)
+    if any(r.result.cluster.pricing == "spot" for r in results):
+        at = [name for name, _ in columns].index("tokens/s") + 1
+        columns.insert(at, ("spot +%", _spot_cell))
+    return columns
+
+
 def best_cells(results: Sequence[TrialResult]) -> tuple[list[str], list[list[str]]]:
     """The header and one row of formatted cells per plan: plan, cluster, trial, step time,
-    tokens/s, MFU, memory, price, days and USD to train (as `tuner best` shows them)."""
-    header = [c for c, _ in _BEST_COLUMNS]
-    return header, [[cell(r) for _, cell in _BEST_COLUMNS] for r in results]
+    tokens/s (and the spot overhead), MFU, memory, price, days and USD to train (as
+    `tuner best` shows them)."""
+    columns = best_columns(results)
+    return [c for c, _ in columns], [[cell(r) for _, cell in columns] for r in results]
 
 
 def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool) -> str:
@@ -88,14 +108,15 @@ def _values_text(values: Sequence[float] | None) -> str:
 
 
 def studies_text(summaries: Sequence[Mapping[str, Any]], *, storage: str) -> str:
-    """One row per study: objectives, trials done of the target, states, best value(s)."""
+    """One row per study: objectives, trials done (complete: pruned and failed trials do not
+    count towards the target) of the target, states, best value(s)."""
     if not summaries:
         return f"no studies in {storage}; `tuner search SPEC` makes one"
     header = ["name", "objectives", "done/target", "complete", "pruned", "fail", "running",
               "best"]
     rows = [[str(s["name"]),
              ",".join(s.get("objectives") or s.get("directions") or []),
-             f"{s['trials']}/{s['target_trials']}",
+             f"{s['complete']}/{s['target_trials']}",
              str(s["complete"]), str(s["pruned"]), str(s["fail"]), str(s["running"]),
              _values_text(s.get("best_values"))] for s in summaries]
     return "\n".join([f"studies in {storage}", *_table(header, rows)])

@@ -1,0 +1,133 @@
+"""`cluster.gpu` as a mapping: a GPU that is not in the catalog, or a catalog GPU with some of
+its figures replaced by the user's (`{base: h100-80gb, price_per_hour: 2.10}`), and the
+cost model's GPUSpec of either."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, model_validator
+
+from cost import PRECISIONS, GPUSpec
+
+from .catalog import gpu_catalog, unknown_name_message
+from .errors import SpecError
+from .fields import Frozen, Usd
+from .plausible import HbmBandwidth, HbmCapacity, check_bare
+
+__all__ = ["CUSTOM_REQUIRED", "GPUSection", "gpu_spec", "has_price", "node_gpus"]
+
+CUSTOM_REQUIRED = ("name", "peak_flops", "hbm_capacity", "hbm_bandwidth")
+"""What a GPU without a `base` must give."""
+
+
+def _positive_rate(value: Any, precision: str) -> float:
+    try:
+        rate = check_bare(value, "peak_flops")
+    except SpecError as err:
+        raise ValueError(err.message) from None
+    if not rate > 0:
+        where = f" for {precision}" if precision else ""
+        raise ValueError(f"the peak rate{where} must be greater than 0 FLOP/s, e.g. "
+                         "'989 TFLOP/s'; leave out a precision the GPU lacks")
+    return rate
+
+
+def _parse_peaks(value: Any) -> Any:
+    """One dense rate (for the training precision) or a mapping precision -> rate; every
+    rate greater than zero (and, written without a unit, at least 1 TFLOP/s)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return _positive_rate(value, "")
+    unknown = sorted(set(value) - set(PRECISIONS))
+    if unknown:
+        raise ValueError(f"unknown precision {unknown[0]!r}; use {', '.join(PRECISIONS)}")
+    return {p: _positive_rate(v, p) for p, v in value.items()}
+
+
+def _default_name(value: Any) -> Any:
+    """A GPU from a `base` is called by the base's name unless it is given one."""
+    if isinstance(value, dict) and value.get("base") is not None and value.get("name") is None:
+        return {**value, "name": str(value["base"])}
+    return value
+
+
+class GPUSection(Frozen):
+    """A GPU that is not in the catalog (name, peak_flops, hbm_capacity, hbm_bandwidth; its
+    node's network defaults are those of an 8-GPU HGX node), or `base: CATALOG_NAME` with any
+    of the same fields replacing the catalog's. Prices are USD per GPU-hour; a GPU without a
+    base and without `price_per_hour` has no price (refused for cost objectives)."""
+
+    base: str | None = None
+    name: str | None = None
+    peak_flops: Annotated[float | dict[str, float] | None, BeforeValidator(_parse_peaks)] = None
+    hbm_capacity: HbmCapacity | None = None
+    hbm_bandwidth: HbmBandwidth | None = None
+    price_per_hour: Usd | None = None
+    spot_price_per_hour: Usd | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        return _default_name(value)
+
+    @model_validator(mode="after")
+    def _complete(self) -> GPUSection:
+        if self.base is not None:
+            if self.base not in gpu_catalog():
+                raise SpecError(unknown_name_message("GPU", self.base, gpu_catalog()),
+                                field="base")
+            return self
+        missing = [k for k in CUSTOM_REQUIRED if getattr(self, k) is None]
+        if missing:
+            raise SpecError(f"a GPU that is not in the catalog needs {', '.join(missing)}; "
+                            "give them, or start from a catalog GPU with base: NAME (e.g. "
+                            "{base: h100-80gb, price_per_hour: 2.1})", field=missing[0])
+        return self
+
+
+_FIELDS = {"hbm_capacity": "hbm_capacity_bytes", "hbm_bandwidth": "hbm_bandwidth_bytes_per_s",
+           "price_per_hour": "price_usd_per_hour",
+           "spot_price_per_hour": "spot_price_usd_per_hour"}
+"""GPUSection field -> the GPUSpec field it sets (peak_flops aside: merged per precision)."""
+
+
+def _peaks(gpu: GPUSection, precision: str) -> dict[str, float]:
+    if gpu.peak_flops is None:
+        return {}
+    return dict(gpu.peak_flops) if isinstance(gpu.peak_flops, dict) else \
+        {precision: gpu.peak_flops}
+
+
+def gpu_spec(gpu: str | GPUSection, precision: str) -> GPUSpec:
+    """The catalog GPU of that name, a custom GPU (a single peak rate is `precision`'s; no
+    price: NaN USD per hour), or a catalog GPU with the section's figures replacing its own."""
+    if isinstance(gpu, str):
+        return gpu_catalog()[gpu]
+    given = {key: getattr(gpu, key) for key in _FIELDS if getattr(gpu, key) is not None}
+    changes = {_FIELDS[key]: value for key, value in given.items()}
+    if gpu.base is None:
+        return GPUSpec(name=str(gpu.name), peak_flops_per_s=_peaks(gpu, precision),
+                       **{"price_usd_per_hour": math.nan, **changes},
+                       sources={"*": "user spec"})
+    base = gpu_catalog()[gpu.base]
+    replaced = [*given, *(["peak_flops"] if gpu.peak_flops is not None else [])]
+    sources = {**base.sources, **{key: "user spec" for key in replaced}}
+    return replace(base, name=str(gpu.name), sources=sources, **changes,
+                   peak_flops_per_s={**base.peak_flops_per_s, **_peaks(gpu, precision)})
+
+
+def has_price(gpu: str | GPUSection) -> bool:
+    """Whether the GPU has an on-demand price (every catalog GPU has one)."""
+    if isinstance(gpu, str):
+        return not math.isnan(gpu_catalog()[gpu].price_usd_per_hour)
+    return gpu.price_per_hour is not None or gpu.base is not None
+
+
+def node_gpus(gpu: str | GPUSection) -> int:
+    """GPUs in the GPU's usual node: the catalog's (a base's), else an 8-GPU HGX node."""
+    name = gpu if isinstance(gpu, str) else gpu.base
+    return gpu_catalog()[name].gpus_per_node if name is not None else 8

@@ -1,0 +1,70 @@
+"""Reading the YAML a user gives (specs, calibration profiles) and the catalogs: UTF-8 text
+only, plain values only (yaml.safe_load's types), and no key given twice in one mapping.
+
+PyYAML keeps the last of two equal keys silently (YAML 1.2, sec. 3.2.1.1, says mapping keys
+are unique, and leaves the check to the application): `cluster:` written twice would search the
+second cluster without a word. Here the second one is an error naming both lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import SpecError
+from .messages import from_yaml_error
+
+__all__ = ["DuplicateKeyError", "StrictLoader", "load_yaml", "read_text"]
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping that gives one key twice."""
+
+
+class StrictLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping holding the same key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: SafeLoader reports it
+                break
+            if first is not None:
+                raise DuplicateKeyError(
+                    None, None, f"key {key!r} is given twice (lines "
+                    f"{first.start_mark.line + 1} and {key_node.start_mark.line + 1}); keep "
+                    "one", key_node.start_mark)
+            seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a UTF-8 file; SpecError (one line naming the file) for a binary file or
+    another encoding, FileNotFoundError and the other OSErrors as they are."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        kind = "a binary file" if b"\x00" in data[:8192] else "not UTF-8 text"
+        raise SpecError(f"{kind} (byte 0x{data[err.start]:02x} at offset {err.start} is not "
+                        "UTF-8); give a YAML text file saved as UTF-8", file=str(path)) from None
+
+
+def load_yaml(text: str, *, file: str) -> Any:
+    """The plain data of a YAML document; SpecError naming the file, the line and what to
+    change for malformed YAML, a tag such as !!python/object, or a key given twice."""
+    try:
+        return yaml.load(text, Loader=StrictLoader)
+    except DuplicateKeyError as err:
+        mark = err.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise SpecError(str(err.problem), file=file, field=where) from err
+    except yaml.YAMLError as err:
+        raise from_yaml_error(err, file=file) from err

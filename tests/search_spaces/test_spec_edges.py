@@ -1,0 +1,249 @@
+"""The spec boundary of issue 15: keys given twice, files that are not UTF-8 text, every error
+at once, misspellings, training lengths under one step, GPUs from a catalog base, node-wide
+prices and bandwidths, memory_headroom."""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from search_spaces import (
+    SpecError,
+    SpecErrors,
+    gpu_catalog,
+    load_spec,
+    parse_headroom,
+    parse_spec,
+)
+from tests.hostile_specs import VALID
+
+_GIB = 2.0**30
+
+
+def _spec(**sections: Any) -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    for name, value in sections.items():
+        if isinstance(value, dict) and isinstance(data.get(name), dict):
+            data[name].update(value)
+        else:
+            data[name] = value
+    return data
+
+
+def _cluster(**cluster: Any) -> Any:
+    return parse_spec(_spec(cluster=cluster), file="s.yaml").to_cost_inputs()[1]
+
+
+def test_a_key_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("model: gpt3-1.3b\ntraining: {global_batch: 64}\n"
+                    "cluster:\n  gpu: a100-80gb\n  nodes: 2\n  nodes: 4\n", encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.field == "line 6, column 3"
+    assert "key 'nodes' is given twice (lines 5 and 6); keep one" in caught.value.message
+
+
+def test_a_section_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("model: gpt3-1.3b\nmodel: gpt3-2.7b\n", encoding="utf-8")
+    with pytest.raises(SpecError, match="key 'model' is given twice"):
+        load_spec(path)
+
+
+@pytest.mark.parametrize(("content", "words"), [
+    (bytes(range(256)) * 4, "a binary file"),
+    ("model: gpt3-1.3b  # caf\u00e9\n".encode("latin-1"), "not UTF-8 text"),
+])
+def test_a_file_that_is_not_utf8_text_is_one_spec_error(tmp_path: Path, content: bytes,
+                                                        words: str) -> None:
+    path = tmp_path / "bin.yaml"
+    path.write_bytes(content)
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.file == str(path) and words in caught.value.message
+    assert len(str(caught.value).splitlines()) == 1
+
+
+def test_every_error_of_a_spec_is_reported_at_once() -> None:
+    data = _spec(training={"global_batch": -1, "precision": "bf17"},
+                 cluster={"nodes": 0, "scale_out_bandwidth": 400},
+                 plan={"recompute": "selectiv", "foo": 1})
+    with pytest.raises(SpecErrors) as caught:
+        parse_spec(data, file="s.yaml")
+    fields = [e.field for e in caught.value.errors]
+    assert fields == ["training.global_batch", "training.precision", "cluster.nodes",
+                      "cluster.scale_out_bandwidth", "plan.recompute", "plan.foo"]
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 6 and all(line.startswith("s.yaml: ") for line in lines)
+    assert caught.value.field == "training.global_batch"  # read as one error: the first
+    assert "did you mean 'selective'?" in lines[4]
+
+
+def test_a_misspelt_required_section_is_one_line_with_the_name_meant() -> None:
+    data = _spec()
+    data["clustr"] = data.pop("cluster")
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data, file="s.yaml")
+    assert not isinstance(caught.value, SpecErrors)  # no second line "missing 'cluster'"
+    assert caught.value.field == "clustr"
+    assert "did you mean 'cluster' (required, and missing)?" in caught.value.message
+
+
+def test_a_misspelt_field_gets_a_did_you_mean() -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(cluster={"scale_out_bandwith": "400 Gbit/s"}), file="s.yaml")
+    assert "did you mean 'scale_out_bandwidth'?" in caught.value.message
+
+
+@pytest.mark.parametrize(("tokens", "meant"), [(300, "300e9 (billion) or 300e12"),
+                                               ("15", "15e9 (billion) or 15e12")])
+def test_tokens_fewer_than_one_step_are_refused(tokens: Any, meant: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(training={"tokens": tokens}), file="s.yaml")
+    assert caught.value.field == "training.tokens" and meant in caught.value.message
+    assert "64 sequences x 2,048 = 131,072 tokens" in caught.value.message
+
+
+def test_a_gpu_from_a_catalog_base_takes_the_users_figures() -> None:
+    cluster = _cluster(gpu={"base": "h100-80gb", "price_per_hour": 2.10,
+                            "spot_price_per_hour": 0.9, "hbm_capacity": "94 GiB"})
+    base, gpu = gpu_catalog()["h100-80gb"], cluster.gpu
+    assert gpu.name == "h100-80gb" and gpu.hbm_capacity_bytes == 94 * _GIB
+    assert gpu.price_usd_per_hour == 2.10 and gpu.spot_price_usd_per_hour == 0.9
+    assert cluster.price_usd_per_gpu_hour == 2.10
+    assert gpu.hbm_bandwidth_bytes_per_s == base.hbm_bandwidth_bytes_per_s  # kept
+    assert gpu.gemm_fraction == base.gemm_fraction
+    assert gpu.sources["hbm_capacity"] == "user spec"
+    spot = _cluster(gpu={"base": "h100-80gb", "spot_price_per_hour": 0.9}, pricing="spot")
+    assert spot.price_usd_per_gpu_hour == 0.9
+
+
+def test_a_base_peak_replaces_only_the_training_precision() -> None:
+    cluster = _cluster(gpu={"base": "h100-80gb", "name": "h100-slow",
+                            "peak_flops": "700 TFLOP/s"})
+    assert cluster.gpu.name == "h100-slow"
+    assert cluster.gpu.peak_flops_per_s["bf16"] == 700e12
+    assert cluster.gpu.peak_flops_per_s["fp8"] == gpu_catalog()["h100-80gb"].peak_for("fp8")
+
+
+def test_an_unknown_base_and_an_incomplete_custom_gpu_name_what_to_give() -> None:
+    with pytest.raises(SpecError, match="unknown GPU 'h100'; did you mean") as caught:
+        parse_spec(_spec(cluster={"gpu": {"base": "h100"}}), file="s.yaml")
+    assert caught.value.field == "cluster.gpu.base"
+    with pytest.raises(SpecError, match="needs peak_flops, hbm_bandwidth") as caught:
+        parse_spec(_spec(cluster={"gpu": {"name": "x", "hbm_capacity": "8 GiB"}}),
+                   file="s.yaml")
+    assert caught.value.field == "cluster.gpu.peak_flops"
+
+
+_CUSTOM = {"name": "x", "peak_flops": "900 TFLOP/s", "hbm_capacity": "80 GiB",
+           "hbm_bandwidth": "3 TB/s"}
+
+
+@pytest.mark.parametrize("money", [{"objective": "cost"},
+                                   {"objective": ["time_to_train", "cost"]},
+                                   {"constraints": {"max_cost": 1e6}},
+                                   {"constraints": {"max_hourly_cost": 100}}])
+def test_a_gpu_without_a_price_is_refused_where_money_counts(money: dict[str, Any]) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(cluster={"gpu": dict(_CUSTOM)}, **money), file="s.yaml")
+    assert caught.value.field == "cluster.gpu.price_per_hour"
+    assert "GPU 'x' has no price" in caught.value.message
+    listed = _spec(cluster={"gpu": ["a100-80gb", dict(_CUSTOM)]}, **money)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(listed, file="s.yaml")
+    assert caught.value.field == "cluster.gpu[1].price_per_hour"
+
+
+def test_a_gpu_without_a_price_is_fine_for_throughput_and_has_no_price() -> None:
+    cluster = _cluster(gpu=dict(_CUSTOM))
+    assert math.isnan(cluster.price_usd_per_gpu_hour)
+    priced = parse_spec(_spec(cluster={"gpu": dict(_CUSTOM), "price_per_node_hour": 40.0},
+                              objective="cost"), file="s.yaml")
+    assert priced.to_cost_inputs()[1].price_usd_per_gpu_hour == 5.0
+
+
+def test_node_prices_are_shared_by_the_nodes_gpus() -> None:
+    assert _cluster(price_per_node_hour=20.0).price_usd_per_gpu_hour == 2.5
+    spot = _cluster(price_per_node_hour=20.0, spot_price_per_node_hour=6.0, pricing="spot")
+    assert spot.price_usd_per_gpu_hour == 0.75
+    four = _cluster(price_per_node_hour=20.0, gpus_per_node=4)
+    assert four.price_usd_per_gpu_hour == 5.0
+
+
+@pytest.mark.parametrize(("cluster", "field", "words"), [
+    ({"price_per_node_hour": 20.0, "pricing": "spot"}, "cluster.spot_price_per_node_hour",
+     "with spot servers give spot_price_per_node_hour too"),
+    ({"price_per_node_hour": 20.0, "pricing": ["on_demand", "spot"]},
+     "cluster.spot_price_per_node_hour", "price_per_node_hour is the on-demand price"),
+    ({"price_per_node_hour": 20.0, "gpu": ["a100-80gb", "h100-80gb"]},
+     "cluster.price_per_node_hour", "would price the nodes of 2 GPU types the same"),
+    ({"scale_out_bandwidth": "400 Gbit/s", "scale_out_bandwidth_per_node": "3.2 Tbit/s"},
+     "cluster.scale_out_bandwidth_per_node", "give the scale-out bandwidth once"),
+    ({"gpu": ["h100-80gb", {"base": "h100-80gb", "price_per_hour": 2.0}]}, "cluster.gpu",
+     "two GPUs are named 'h100-80gb'"),
+])
+def test_contradictory_node_fields_are_refused(cluster: dict[str, Any], field: str,
+                                               words: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(cluster=cluster), file="s.yaml")
+    assert caught.value.field == field and words in caught.value.message
+
+
+def test_a_nodes_scale_out_bandwidth_is_divided_among_its_gpus() -> None:
+    assert _cluster(scale_out_bandwidth_per_node="3.2 Tbit/s") \
+        .scale_out_bandwidth_bytes_per_s == 50e9
+    four = _cluster(scale_out_bandwidth_per_node="100 Gbit/s", gpus_per_node=4)
+    assert four.scale_out_bandwidth_bytes_per_s == pytest.approx(100e9 / 8 / 4)
+
+
+def test_a_per_node_bandwidth_may_be_a_choice() -> None:
+    from search_spaces import Space
+
+    data = _spec(cluster={"scale_out_bandwidth_per_node": ["800 Gbit/s", "3.2 Tbit/s"]})
+    space = Space.from_spec(parse_spec(data, file="s.yaml"))
+    assert "cluster.scale_out_bandwidth_per_node" in space.searched
+    got = sorted(float(space.cluster(v).scale_out_bandwidth_bytes_per_s)
+                 for v in space.cluster_combinations())
+    assert got == [12.5e9, 50e9]
+
+
+@pytest.mark.parametrize(("value", "parsed"), [("4 GiB", (4 * _GIB, 0.0)),
+                                               ("10%", (0.0, 0.1)), (" 2.5 % ", (0.0, 0.025)),
+                                               (8e9, (8e9, 0.0)), (0, (0.0, 0.0))])
+def test_memory_headroom_is_a_size_or_a_share(value: Any, parsed: tuple[float, float]) -> None:
+    assert parse_headroom(value) == parsed
+    spec = parse_spec(_spec(constraints={"memory_headroom": value}), file="s.yaml")
+    assert spec.constraints.memory_headroom is not None
+
+
+@pytest.mark.parametrize(("value", "words"), [("4", 'did you mean "4 GiB" or "4%"?'),
+                                              ("150%", "from 0% to under 100%"),
+                                              ("four GiB", "cannot read"),
+                                              ("4 GB/s", "cannot read")])
+def test_a_bad_memory_headroom_says_what_to_write(value: Any, words: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(constraints={"memory_headroom": value}), file="s.yaml")
+    assert caught.value.field == "constraints.memory_headroom"
+    assert words in caught.value.message
+
+
+def test_the_readmes_own_cluster_example_is_a_valid_cluster() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.DOTALL)
+                 if "price_per_node_hour" in b)
+    import yaml
+
+    data = _spec(cluster=yaml.safe_load(block)["cluster"], objective="cost")
+    del data["cluster"]["gpus_per_node"]
+    cluster = parse_spec(data, file="README.md").to_cost_inputs()[1]
+    assert cluster.gpu.hbm_capacity_bytes == 94 * _GIB
+    assert cluster.price_usd_per_gpu_hour == 16.80 / 8
+    assert cluster.scale_out_bandwidth_bytes_per_s == 3.2e12 / 8 / 8

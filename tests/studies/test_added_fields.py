@@ -1,0 +1,34 @@
+"""A study stored before the spec gained optional fields (null when left out) is the same
+problem: `tuner search` continues it instead of calling it another one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from studies import StudyError, create_or_continue
+
+from .builders import gpt3_text, spec_of, storage_in
+
+
+def _drop_nulls(data: object) -> object:
+    if isinstance(data, dict):
+        return {k: _drop_nulls(v) for k, v in data.items() if v is not None}
+    return data
+
+
+def test_a_study_stored_without_todays_optional_fields_continues(tmp_path: Path) -> None:
+    storage = storage_in(tmp_path)
+    text = gpt3_text()
+    spec = spec_of(text)
+    study = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=5)
+    stored = json.loads(study.user_attrs["spec_json"])
+    study.set_user_attr("spec_json", json.dumps(_drop_nulls(stored)))  # as an older version
+    study.set_user_attr("spec_digest", "0" * 64)
+    again = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=9)
+    assert again.user_attrs["target_trials"] == 9
+    other = spec_of(gpt3_text(micro_batch=2))
+    with pytest.raises(StudyError, match=r"plan\.micro_batch differs"):
+        create_or_continue(storage, other, text, directions=["maximize"], target_trials=9)

@@ -1,0 +1,129 @@
+"""Where studies live (issue 15): the default `studies.db` in the current directory, studies
+still found in the earlier default `studies/studies.db` (with a note), no directory made for
+--storage or --out, studies read from a directory that cannot be written, and `python -m
+tuner` run where a `studies/` folder would shadow the package."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.readonly import read_only_directory
+from tuner.cli import main
+
+from .specs import tiny, write
+
+ROOT = Path(__file__).resolve().parents[2]
+_FAST = {"sampler": "random", "trials": 3, "seed": 0}
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh current directory with the default storage."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TUNER_STORAGE", raising=False)
+    return tmp_path
+
+
+def test_the_default_storage_is_studies_db_here(here: Path) -> None:
+    code, _, err = _run("search", str(write(here, tiny("a", search=_FAST))), "--json")
+    assert code == 0, err
+    assert (here / "studies.db").is_file() and not (here / "studies").exists()
+
+
+def _legacy_study(here: Path, name: str) -> None:
+    (here / "studies").mkdir(exist_ok=True)
+    spec = write(here, tiny(name, search=_FAST))
+    code, _, err = _run("search", str(spec), "--storage", "sqlite:///studies/studies.db",
+                        "--json")
+    assert code == 0, err
+
+
+def test_a_study_in_the_earlier_default_is_found_with_a_note(here: Path) -> None:
+    _legacy_study(here, "old")
+    code, out, err = _run("best", "old", "--json")
+    assert code == 0 and json.loads(out)["study"] == "old"
+    assert err.strip().splitlines() == [
+        "note: study 'old' is in studies/studies.db, the default storage of earlier versions "
+        "(now studies.db); give --storage sqlite:///studies/studies.db to use it without this "
+        "note"]
+    code, out, err = _run("studies", "--json")  # no studies.db yet: the old file is listed
+    assert code == 0 and [s["name"] for s in json.loads(out)] == ["old"]
+    assert err.startswith("note: listing studies/studies.db")
+    code, out, err = _run("search", str(here / "old.yaml"), "--trials", "2", "--json")
+    assert code == 0 and json.loads(out)["trials"] == 5  # continued where it is
+    assert "note: study 'old' is in studies/studies.db" in err
+    assert not (here / "studies.db").exists()
+
+
+def test_with_both_files_the_listing_is_the_new_one_and_says_the_old_holds_more(
+        here: Path) -> None:
+    _legacy_study(here, "old")
+    code, _, err = _run("search", str(write(here, tiny("new", search=_FAST))), "--json")
+    assert code == 0, err
+    code, out, err = _run("studies", "--json")
+    assert code == 0 and [s["name"] for s in json.loads(out)] == ["new"]
+    assert "note: 1 more studies are in studies/studies.db" in err
+    code, _, err = _run("best", "new")
+    assert code == 0 and err == ""
+    code, _, err = _run("best", "old", "--storage", "sqlite:///studies/studies.db")
+    assert code == 0 and err == ""  # named explicitly: no note
+
+
+def test_no_directory_is_made_for_storage_or_out(here: Path) -> None:
+    spec = write(here, tiny("a", search=_FAST))
+    for args in (["search", str(spec), "--storage", "sqlite:///deep/studies.db"],
+                 ["search", str(spec), "--storage", "deep/team.log"]):
+        code, _, err = _run(*args)
+        assert code == 2 and "directory deep does not exist; create it (mkdir -p deep)" in err
+    assert _run("search", str(spec), "--json")[0] == 0
+    for args in (["export", "a", "--out", "deep/a.csv"], ["report", "a", "--out", "deep/a.html"]):
+        code, _, err = _run(*args)
+        assert code == 2 and "--out deep/" in err and "does not exist" in err
+        assert len(err.strip().splitlines()) == 1
+    assert not (here / "deep").exists()
+
+
+def test_a_study_in_a_read_only_directory_can_be_read(here: Path) -> None:
+    shared = here / "shared"
+    shared.mkdir()
+    url = f"sqlite:///{shared / 'studies.db'}"
+    spec = write(here, tiny("ro", objective=["time_to_train", "cost"],
+                            cluster={"gpu": "a100-80gb", "nodes": [1, 2], "gpus_per_node": 8},
+                            search=_FAST))
+    assert _run("search", str(spec), "--storage", url, "--json")[0] == 0
+    before = sorted(p.name for p in shared.iterdir())
+    with read_only_directory(shared):
+        code, out, err = _run("studies", "--storage", url, "--json")
+        assert code == 0 and json.loads(out)[0]["name"] == "ro", err
+        for args in (["best", "ro"], ["export", "ro", "--json"],
+                     ["export", "ro", "--out", str(here / "ro.csv")],
+                     ["report", "ro", "--out", str(here / "ro.html")]):
+            code, out, err = _run(*args, "--storage", url)
+            assert code == 0, (args, err)
+        assert (here / "ro.html").is_file() and (here / "ro.csv").read_text().count("\n") > 3
+        code, _, err = _run("search", str(spec), "--storage", url)  # writing: a clear error
+        assert code == 2 and "is not writable" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in shared.iterdir()) == before
+
+
+def test_python_m_tuner_works_where_a_studies_folder_would_shadow_the_package(
+        here: Path) -> None:
+    (here / "studies").mkdir()
+    (here / "studies" / "studies.db").write_bytes(b"")
+    env = {**os.environ, "PYTHONPATH": ""}
+    done = subprocess.run([sys.executable, "-m", "tuner", "catalog", "--json"], cwd=here,
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "a100-80gb" in json.loads(done.stdout)["gpus"]
