@@ -6,9 +6,11 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 """
 
 from .errors import StudyError
+from .identity import cost_model_version, problem, problem_differences, problem_digest
 from .listing import best_results, export_trials, list_studies, trials_table
 from .metadata import (
     SCHEMA_VERSION,
+    check_problem,
     create_or_continue,
     load_study,
     set_target_trials,
@@ -25,6 +27,14 @@ from .recovery import (
     recover_stale_trials,
     waiting_retries,
     worker_identity,
+)
+from .settings import (
+    SEARCH_ATTR,
+    SWEPT_ATTR,
+    search_settings,
+    store_search_settings,
+    store_swept,
+    swept,
 )
 from .storage import (
     DEFAULT_STORAGE_URL,
@@ -51,12 +61,16 @@ __all__ = [
     "RECOVERY_EVERY_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
+    "SEARCH_ATTR",
+    "SWEPT_ATTR",
     "WORKER_ATTR",
     "RecoveryCallback",
     "StudyError",
     "TrialResult",
     "best_results",
+    "check_problem",
     "complete_count",
+    "cost_model_version",
     "create_or_continue",
     "export_trials",
     "fail_silent_trials",
@@ -65,16 +79,23 @@ __all__ = [
     "list_studies",
     "load_study",
     "open_storage",
+    "problem",
+    "problem_differences",
+    "problem_digest",
     "record_result",
     "recover_stale_trials",
     "redact_url",
     "result_of",
+    "search_settings",
     "set_target_trials",
     "settle",
     "settle_s",
     "spec_digest",
     "storage_url",
+    "store_search_settings",
+    "store_swept",
     "stored_spec",
+    "swept",
     "target_trials",
     "to_run",
     "trials_table",

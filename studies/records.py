@@ -24,10 +24,15 @@ class TrialResult:
     trial: int
     value: float | list[float] | None
     result: PlanResult
+    equivalents: tuple[PlanResult, ...] = ()  # other plans with the same result
 
     def as_dict(self) -> dict[str, Any]:
-        """PLAN_RESULT (shared/SPEC.md) plus "trial" and "value"."""
-        return {**self.result.as_dict(), "trial": self.trial, "value": self.value}
+        """PLAN_RESULT (shared/SPEC.md) plus "trial", "value", and "equivalent": the plans
+        of the other stored trials whose result is the same (when there are any)."""
+        out = {**self.result.as_dict(), "trial": self.trial, "value": self.value}
+        if self.equivalents:
+            out["equivalent"] = [r.plan.as_dict() for r in self.equivalents]
+        return out
 
 
 def record_result(trial: optuna.Trial | FrozenTrial, result: PlanResult) -> None:

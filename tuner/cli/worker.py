@@ -7,12 +7,12 @@ import time
 
 import click
 
-from studies import load_study, open_storage, storage_url, stored_spec, target_trials
+from studies import load_study, open_storage, storage_url, target_trials
 
-from ..engine.samplers import make_sampler
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
 from .options import heartbeat_option, json_option, storage_option, timeout_option
+from .search import run_stoppable
 
 __all__ = ["worker"]
 
@@ -29,10 +29,9 @@ def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None
     started = time.perf_counter()
     store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat, create=False)
     study = load_study(store, name)
-    spec = stored_spec(study)
-    study.sampler = make_sampler(spec.search.sampler, seed=None,  # unseeded: workers differ
-                                 objectives=len(spec.objective))
-    continue_study(study, SearchOptions(timeout=timeout))
+    run_stoppable(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
+        timeout=timeout, stop=stop, worker=True,  # unseeded: workers propose different plans
+        notify=lambda line: click.echo(line, err=True))))
     out = {**summary(study), "target": target_trials(study)}
     if as_json:
         click.echo(render.to_json(out))

@@ -50,8 +50,22 @@ def cluster_summary(cluster: ClusterSummary) -> str:
             + (" spot" if cluster.pricing == "spot" else ""))
 
 
+def _with_equivalents(result: TrialResult) -> str:
+    """The plan, and what the equivalent plans change: '... (or recompute=selective)'."""
+    text = plan_summary(result.result.plan)
+    if not result.equivalents:
+        return text
+    mine = result.result.plan.as_dict()
+    changes = []
+    for other in result.equivalents:
+        theirs = other.plan.as_dict()
+        changes.append(" ".join(f"{k}={v}" for k, v in theirs.items() if mine.get(k) != v)
+                       or "the same plan")
+    return f"{text} (or {'; or '.join(changes)})"
+
+
 _BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
-    ("plan", lambda r: plan_summary(r.result.plan)),
+    ("plan", _with_equivalents),
     ("cluster", lambda r: cluster_summary(r.result.cluster)),
     ("trial", lambda r: str(r.trial)),
     ("step s", lambda r: _number(r.result.step_time_s, ".3f")),
