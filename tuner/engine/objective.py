@@ -101,6 +101,8 @@ class PlanObjective:
                 trial.set_constraint(name, value)
         for name, value in outcome.attrs.items():
             trial.set_user_attr(name, value)
+        if self.stop is not None:  # stopped while this trial ran: it goes back to the queue
+            self.stop.check()
         return outcome.values[0] if len(outcome.values) == 1 else outcome.values
 
     def _evaluate(self, chosen: dict[str, Any]) -> _Outcome | str:
