@@ -18,7 +18,15 @@ from .metadata import (
     stored_spec,
     target_trials,
 )
-from .records import RESULT_ATTR, TrialResult, is_feasible, record_result, result_of
+from .records import (
+    EQUIVALENT_ATTR,
+    RESULT_ATTR,
+    TrialResult,
+    equivalent_plans,
+    is_feasible,
+    record_result,
+    result_of,
+)
 from .recovery import (
     JOURNAL_STALE_S,
     JOURNAL_UNSTAMPED_S,
@@ -56,6 +64,7 @@ from .workers import (
 __all__ = [
     "DEFAULT_STORAGE_URL",
     "ENV_VAR",
+    "EQUIVALENT_ATTR",
     "JOURNAL_STALE_S",
     "JOURNAL_UNSTAMPED_S",
     "RECOVERY_EVERY_S",
@@ -72,6 +81,7 @@ __all__ = [
     "complete_count",
     "cost_model_version",
     "create_or_continue",
+    "equivalent_plans",
     "export_trials",
     "fail_silent_trials",
     "finished_under_us",

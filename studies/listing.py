@@ -13,11 +13,11 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
-from cost import PlanResult
+from cost import PlanRecord, PlanResult
 
 from .errors import StudyError
 from .metadata import load_study, target_trials
-from .records import RESULT_ATTR, TrialResult, is_feasible, result_of
+from .records import RESULT_ATTR, TrialResult, equivalent_plans, is_feasible, result_of
 
 __all__ = ["best_results", "export_trials", "list_studies", "trials_table"]
 
@@ -80,14 +80,15 @@ def _result_key(result: PlanResult) -> str:
                        "figures": [f"{float(x):.9e}" for x in figures]}, sort_keys=True)
 
 
-def _with_trial(trial: FrozenTrial, equivalents: tuple[PlanResult, ...] = ()
+def _with_trial(trial: FrozenTrial, equivalents: tuple[PlanRecord, ...] = ()
                 ) -> TrialResult | None:
     result = result_of(trial)
     if result is None:
         return None
     value: float | list[float] | None = trial.value if len(trial.values or []) == 1 \
         else trial.values
-    return TrialResult(trial=trial.number, value=value, result=result, equivalents=equivalents)
+    return TrialResult(trial=trial.number, value=value, result=result,
+                       equivalents=(*equivalent_plans(trial), *equivalents))
 
 
 def _distinct(trials: list[FrozenTrial], top: int | None) -> list[TrialResult]:
@@ -105,7 +106,7 @@ def _distinct(trials: list[FrozenTrial], top: int | None) -> list[TrialResult]:
         if same not in groups and top is not None and len(groups) >= top:
             continue
         groups.setdefault(same, []).append((trial, result))
-    out = [_with_trial(members[0][0], tuple(r for _, r in members[1:]))
+    out = [_with_trial(members[0][0], tuple(r.plan for _, r in members[1:]))
            for members in groups.values()]
     return [r for r in out if r is not None]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
 from typing import Any
 
@@ -88,6 +89,9 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader of stdout left (`tuner best NAME | head`)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except Exception as err:
             if ctx.params.get("debug") or not isinstance(err, _user_errors()):
                 raise

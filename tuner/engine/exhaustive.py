@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from cost import evaluate_grid
+from cost import PlanRecord, evaluate_grid
 from cost.codec import encode
 from search_spaces import Space
 from search_spaces.grid import ClusterGrid
@@ -28,9 +28,11 @@ from .scoring import DIRECTIONS, score
 
 __all__ = ["TOP", "SweepSummary", "pareto_mask", "sweep"]
 
-TOP = 32
-"""Plans a single-objective sweep keeps: enough for `tuner best --top 10` after equal results
-of equivalent plans are grouped."""
+TOP = 64
+"""Plans a single-objective sweep keeps before equal results are grouped."""
+GROUPS = 10
+"""Distinct results a single-objective sweep stores (as many trials), each with the other
+plans of the same result (equivalent layouts) listed on its trial."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,10 @@ def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = No
         idx = best.candidates(keys, ok)
         if len(idx):
             constraints = {k: v.ravel()[idx] for k, v in scores.constraints.items()}
+            memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[
+                np.unravel_index(idx, part.grid.shape)]
             items = [(part, int(i), objectives[i],
-                      {k: float(v[n]) for k, v in constraints.items()})
+                      {k: float(v[n]) for k, v in constraints.items()}, float(memory[n]))
                      for n, i in enumerate(idx)]
             best.add(keys[idx], items)
         if progress is not None:
@@ -141,9 +145,11 @@ def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = No
 
 def _summary(space: Space, best: _Best, evaluated: int, feasible: int, start: float, *,
              complete: bool) -> SweepSummary:
-    """The kept plans as candidates with their searched knobs' values."""
-    out = []
-    for part, i, objectives, constraints in best.items:
+    """The kept plans as candidates with their searched knobs' values; a plan whose objective
+    values and memory equal those of the plan before it is listed as its equivalent."""
+    groups: list[list[tuple[Candidate, dict[str, Any]]]] = []
+    last: tuple[Any, ...] = ()
+    for part, i, objectives, constraints, memory in best.items:
         row = int(np.unravel_index(i, part.grid.shape)[0])
         owner = int(part.owner[row])
         plan = part.grid.flat_plan(np.array([i]))
@@ -152,7 +158,20 @@ def _summary(space: Space, best: _Best, evaluated: int, feasible: int, start: fl
         candidate = Candidate(cluster=part.clusters[owner], plan=scalar,
                               objectives=tuple(float(x) for x in objectives),
                               constraints=constraints)
-        out.append((candidate, _knobs(space, part, owner, scalar)))
+        entry = (candidate, _knobs(space, part, owner, scalar))
+        key, last = last, (candidate.objectives, memory)
+        if groups and key == last:
+            groups[-1].append(entry)
+        elif best.two or len(groups) < GROUPS:
+            groups.append([entry])
+        else:
+            break
+    out = []
+    for (candidate, knobs), *others in groups:
+        alike = [PlanRecord.of(c.plan, gpus=float(np.ravel(c.cluster.gpus)[0])).as_dict()
+                 for c, _ in others]
+        out.append((replace(candidate, extra={"equivalent": alike}) if alike else candidate,
+                    knobs))
     return SweepSummary(best=out, evaluated=evaluated, feasible=feasible,
                         seconds=time.perf_counter() - start, complete=complete)
 

@@ -11,7 +11,13 @@ import optuna
 from optuna.distributions import CategoricalDistribution
 
 from search_spaces import Space
-from studies import RESULT_ATTR, complete_count, set_target_trials, store_swept
+from studies import (
+    EQUIVALENT_ATTR,
+    RESULT_ATTR,
+    complete_count,
+    set_target_trials,
+    store_swept,
+)
 
 from .evaluation import label, result_of
 from .exhaustive import SweepSummary
@@ -43,7 +49,8 @@ def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> int
             params=knobs, distributions={k: distributions[k] for k in knobs},
             values=list(candidate.objectives),
             user_attrs={RESULT_ATTR: result_of(space, candidate).as_dict(),
-                        EXHAUSTIVE_ATTR: True},
+                        EXHAUSTIVE_ATTR: True,
+                        EQUIVALENT_ATTR: list(candidate.extra.get("equivalent", []))},
             system_attrs={f"constraints:{k}": v for k, v in candidate.constraints.items()},
         )
         study.add_trial(trial)

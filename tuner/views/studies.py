@@ -51,17 +51,17 @@ def cluster_summary(cluster: ClusterSummary) -> str:
 
 
 def _with_equivalents(result: TrialResult) -> str:
-    """The plan, and what the equivalent plans change: '... (or recompute=selective)'."""
+    """The plan, and what the first equivalent plan changes: '... (or recompute=selective;
+    2 more equivalent)'."""
     text = plan_summary(result.result.plan)
     if not result.equivalents:
         return text
     mine = result.result.plan.as_dict()
-    changes = []
-    for other in result.equivalents:
-        theirs = other.plan.as_dict()
-        changes.append(" ".join(f"{k}={v}" for k, v in theirs.items() if mine.get(k) != v)
-                       or "the same plan")
-    return f"{text} (or {'; or '.join(changes)})"
+    theirs = result.equivalents[0].as_dict()
+    change = " ".join(f"{k}={v}" for k, v in theirs.items() if mine.get(k) != v)
+    more = len(result.equivalents) - 1
+    return f"{text} (or {change or 'the same plan'}" + (f"; {more} more equivalent)"
+                                                        if more else ")")
 
 
 _BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
