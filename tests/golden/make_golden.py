@@ -86,7 +86,8 @@ def _case_plans(row: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _example_entries(path: Path) -> list[dict[str, Any]]:
-    from search_spaces import Space, load_spec, plan_as_dict
+    from cost import PlanRecord
+    from search_spaces import Space, load_spec
 
     spec = load_spec(path)
     space = Space.from_spec(spec)
@@ -106,7 +107,7 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
         for i in sorted(j - start for j in wanted if start <= j < start + len(chunk.tp)):
             one = type(chunk)(**{k: float(getattr(chunk, k)[i]) for k in
                                  chunk.__dataclass_fields__})
-            picked.append((values, plan_as_dict(one, gpus=float(cluster.gpus))))
+            picked.append((values, PlanRecord.of(one, gpus=float(cluster.gpus)).as_dict()))
         start += len(chunk.tp)
     out = []
     for values, plan in picked:
