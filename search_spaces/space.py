@@ -135,8 +135,8 @@ class Space:
     training: TrainingSpec
     choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
     efficiency: Efficiency = DEFAULT_EFFICIENCY  # the spec's calibration profile
-    _rows: dict[tuple[Any, ...], list[dict[str, np.ndarray]]] = field(
-        default_factory=dict, compare=False, repr=False)  # valid layouts by GPU count
+    _memo: dict[tuple[Any, ...], Any] = field(
+        default_factory=dict, compare=False, repr=False)  # coded values, valid layouts, ...
 
     @classmethod
     def from_spec(cls, spec: StudySpec) -> Space:
@@ -210,7 +210,7 @@ class Space:
         knobs in `fixed` take that one value (user vocabulary)."""
         coded = self._coded(fixed)
         layout, axes = split_knobs(coded, max_plans=max_plans)
-        if not global_rules_pass(self.model, cluster, self.training):
+        if not self._cluster_passes(cluster):
             return
         grid_axes = tuple((name, coded[name]) for name in axes)
         single = {n: float(v[0]) for n, v in coded.items() if n not in layout and n not in axes}
@@ -238,7 +238,7 @@ class Space:
                 cluster = self.cluster(values)
             except SpecError:
                 continue
-            if not global_rules_pass(self.model, cluster, self.training):
+            if not self._cluster_passes(cluster):
                 continue
             key = (cluster.gpu.name, cluster.pricing)
             group = open_groups.get(key)
@@ -254,18 +254,31 @@ class Space:
             yield from group.flush(grid_axes, single, step, final=True)
 
     def _coded(self, fixed: Mapping[str, Any] | None) -> dict[str, np.ndarray]:
-        fixed = dict(fixed or {})
-        return {n: encode_plan_values(n, [fixed[n]] if n in fixed else self.choices[n])
+        """Each plan knob's values as model numbers (`fixed` knobs: that one value)."""
+        key = ("coded", _frozen(fixed))
+        if key not in self._memo:
+            given = dict(fixed or {})
+            self._memo[key] = {
+                n: encode_plan_values(n, [given[n]] if n in given else self.choices[n])
                 for n in PLAN_FIELDS}
+        coded: dict[str, np.ndarray] = self._memo[key]
+        return coded
+
+    def _cluster_passes(self, cluster: ClusterSpec) -> bool:
+        """The rules that read no knob (a GPU with the training's precision), per GPU."""
+        key = ("global", cluster.gpu.name, cluster.gpu.peak_for(self.training.precision))
+        if key not in self._memo:
+            self._memo[key] = global_rules_pass(self.model, cluster, self.training)
+        return bool(self._memo[key])
 
     def _layouts(self, cluster: ClusterSpec, coded: Mapping[str, np.ndarray],
                  layout: list[str]) -> Iterator[dict[str, np.ndarray]]:
         """The valid layouts (search_spaces.grid.layout_rows), kept per GPU count and layout
         values while they are few (a co-design space shares them between clusters)."""
-        key = (float(np.ravel(cluster.gpus)[0]),
-               *((n, coded[n].tobytes()) for n in layout))
-        if key in self._rows:
-            yield from self._rows[key]
+        # `coded` lives in the memo (Space._coded): its id names it for the space's life
+        key = ("layouts", float(np.ravel(cluster.gpus)[0]), id(coded), tuple(layout))
+        if key in self._memo:
+            yield from self._memo[key]
             return
         kept: list[dict[str, np.ndarray]] | None = []
         size = 0
@@ -276,7 +289,7 @@ class Space:
                 kept = kept if size <= _CACHED_ROWS else None
             yield rows
         if kept is not None:
-            self._rows[key] = kept
+            self._memo[key] = kept
 
     def count(self) -> int:
         """Structurally valid plans over every cluster combination."""
@@ -288,6 +301,13 @@ class Space:
                 continue
             total += sum(g.size for g in self.grids(cluster))
         return total
+
+
+def _frozen(fixed: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """A hashable form of `fixed` knob values (custom GPUs by their repr)."""
+    if not fixed:
+        return ()
+    return tuple(sorted((k, repr(v)) for k, v in fixed.items()))
 
 
 def _product_chunks(axes: list[tuple[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:

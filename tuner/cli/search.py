@@ -35,9 +35,10 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
                 f" {out.get('feasible_plans', 0):,} feasible: optimal ({seconds:.1f} s)")
     how = f" ({used})" if used else ""
     if used and auto:
-        more = "more than " if not auto["counted_all"] else ""
-        how = (f" ({used}, chosen by auto: {more}{auto['plans']:,} plans would take about "
-               f"{auto['estimate_s']:,.0f} s to sweep, over the {auto['budget_s']:g} s budget)")
+        more = "" if auto["counted_all"] else "more than "
+        how = (f" ({used}, chosen by auto: sweeping {more}{auto['plans']:,} plans at "
+               f"{auto['plans_per_s']:,.0f} plans/s takes {more}{auto['estimate_s']:,.0f} s, "
+               f"over the {auto['budget_s']:g} s budget)")
     evaluated = f", {out['evaluated']:,} plans evaluated" if out.get("evaluated") else ""
     return f"study {name}: {out['trials']} completed trials{how}{evaluated} ({seconds:.1f} s)"
 
@@ -102,9 +103,10 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
     """A new study, or more trials of the study of that name."""
     spec = load_spec(spec_path)
     started = time.perf_counter()
-    store = open_storage(storage_url(storage), heartbeat_interval_s=heartbeat)
+    url = storage_url(storage)
     text = Path(spec_path).read_text(encoding="utf-8")
-    study = run_stoppable(lambda stop: run_search(spec, text, store, _options(
+    study = run_stoppable(lambda stop: run_search(  # the storage opens beside the sweep
+        spec, text, lambda: open_storage(url, heartbeat_interval_s=heartbeat), _options(
         as_json, stop, sampler=sampler, trials=trials, seed=seed, timeout=timeout,
         sweep_inner=sweep_inner)))
     _report(study, time.perf_counter() - started, as_json, top)

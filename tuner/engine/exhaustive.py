@@ -107,25 +107,28 @@ def _dominated(front: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = None,
-          stop: Stop | None = None, progress: Callable[[int], None] | None = None
-          ) -> SweepSummary:
+          stop: Stop | None = None, progress: Callable[[int], None] | None = None,
+          skip: Callable[[], bool] | None = None) -> SweepSummary:
     """Evaluate every valid plan of the space (or of the given `combinations` of the cluster
-    knobs) and keep the best feasible ones. `stop` ends it early between grids (the summary
-    says it is incomplete); `progress` is told the plans of each grid done."""
+    knobs) and keep the best feasible ones. A stop request, or `skip()` turning True (the
+    result is not wanted after all), ends it early between grids (the summary says it is
+    incomplete); `progress` is told the plans of each grid done."""
     start = time.perf_counter()
     signs = np.array([-1.0 if DIRECTIONS[o] == "maximize" else 1.0
                       for o in space.spec.objective])
     best = _Best(len(signs))
     evaluated = feasible = 0
     for part in space.cluster_grids(combinations):
-        if stop is not None and stop.requested:
+        if (stop is not None and stop.requested) or (skip is not None and skip()):
             return _summary(space, best, evaluated, feasible, start, complete=False)
         report = evaluate_grid(space.model, part.cluster, space.training, part.grid.plan(),
                                efficiency=space.efficiency)
         scores = score(report, space.spec.objective, space.spec.constraints)
-        valid = np.broadcast_to(report.valid, part.grid.shape).ravel()
-        ok = scores.feasible.ravel() & valid
-        evaluated += int(np.count_nonzero(valid))
+        ok = np.broadcast_to(report.valid, part.grid.shape).ravel()
+        valid = np.count_nonzero(ok)
+        for limit in scores.constraints.values():  # feasible: every constraint value <= 0
+            ok = ok & (limit <= 0).ravel()
+        evaluated += int(valid)
         feasible += int(np.count_nonzero(ok))
         objectives = scores.objectives.reshape(-1, len(signs))
         keys = objectives * signs

@@ -39,9 +39,10 @@ from studies import (
 )
 
 from .auto import TRIAL_PLANS, AutoChoice, choose
-from .exhaustive import sweep
+from .exhaustive import SweepSummary, sweep
 from .interrupt import Interrupted, Stop
 from .objective import PlanObjective, swept_knobs
+from .opening import StorageSource, StudyOpening, storage_of
 from .progress import plans_bar
 from .samplers import make_sampler
 from .scoring import DIRECTIONS
@@ -99,13 +100,17 @@ def _settings(space: Space, requested: str, choice: AutoChoice | None, *, seed: 
     return out
 
 
-def run_search(spec: StudySpec, spec_text: str, storage: optuna.storages.BaseStorage,
+def run_search(spec: StudySpec, spec_text: str, storage: StorageSource,
                options: SearchOptions) -> optuna.Study:
     """A new study, or more of the study of the spec's name: an exhaustive sweep (stored
     once), or Optuna trials to the target (`trials` more, or the rest of an unfinished
-    target when `trials` is not given)."""
+    target when `trials` is not given). `storage` may be a function that opens it: it is
+    then opened, with the study, beside the sweep (tuner.engine.opening)."""
     _check_objectives(spec)
     space = Space.from_spec(spec)
+    opening = StudyOpening(lambda: create_or_continue(
+        storage_of(storage), spec, spec_text,
+        directions=[DIRECTIONS[o] for o in spec.objective], target_trials=None))
     requested = options.sampler or spec.search.sampler
     seed = options.seed if options.seed is not None else spec.search.seed
     timeout = options.timeout if options.timeout is not None else spec.search.timeout
@@ -116,13 +121,16 @@ def run_search(spec: StudySpec, spec_text: str, storage: optuna.storages.BaseSto
         choice = choose(space, budget_s=budget)
     settings = _settings(space, requested, choice, seed=seed, sweep_inner=options.sweep_inner)
     sampler = make_sampler(settings["sampler"], seed=seed, objectives=len(spec.objective))
-    study = create_or_continue(storage, spec, spec_text,
-                               directions=[DIRECTIONS[o] for o in spec.objective],
-                               sampler=sampler, target_trials=None)
-    store_search_settings(study, settings)
     if settings["sampler"] == "exhaustive":
-        _exhaustive(study, space, options)
+        total = choice.plans if choice is not None and choice.counted_all else None
+        result = _sweep(space, options, total=total, skip=opening.settled)
+        study = opening.study()
+        store_search_settings(study, settings)
+        _store(study, space, result, options)
         return study
+    study = opening.study()
+    study.sampler = sampler
+    store_search_settings(study, settings)
     _set_target(study, spec, options)
     _optimize(study, space, settings, options, timeout=timeout)
     return study
@@ -165,25 +173,39 @@ def continue_study(study: optuna.Study, options: SearchOptions) -> optuna.Study:
     return study
 
 
-def _exhaustive(study: optuna.Study, space: Space, options: SearchOptions) -> None:
-    """Sweep the space and store its best plans, unless this problem is already swept."""
+def _sweep(space: Space, options: SearchOptions, *, total: int | None,
+           skip: Callable[[], bool] | None = None) -> SweepSummary:
+    """The exhaustive sweep, with a progress bar of `total` plans when asked for."""
+    with plans_bar(total, enabled=options.progress) as advance:
+        return sweep(space, stop=options.stop, progress=advance, skip=skip)
+
+
+def _store(study: optuna.Study, space: Space, result: SweepSummary,
+           options: SearchOptions) -> None:
+    """Store a sweep's best plans, unless the study holds a sweep of its problem already;
+    an interrupted sweep stores nothing and says so."""
     done = swept(study)
     if done is not None:
         options.say(f"study {study.study_name}: already swept exhaustively "
                     f"({done['evaluated']:,} plans); nothing to add")
         return
-    total = None
-    stored = study.user_attrs.get("search", {}).get("auto")
-    if isinstance(stored, dict) and stored.get("counted_all"):
-        total = int(stored["plans"])
-    with plans_bar(total, enabled=options.progress) as advance:
-        result = sweep(space, stop=options.stop, progress=advance)
     if not result.complete:
         signum = options.stop.requested if options.stop and options.stop.requested else 2
         raise Interrupted(signum, f"the exhaustive sweep of study {study.study_name} stopped "
                                   f"after {result.evaluated:,} plans; nothing was stored; "
                                   f"`tuner resume {study.study_name}` sweeps it again")
     write_sweep(study, space, result)
+
+
+def _exhaustive(study: optuna.Study, space: Space, options: SearchOptions) -> None:
+    """Sweep the space and store its best plans, unless this problem is already swept."""
+    if swept(study) is not None:
+        _store(study, space, SweepSummary(best=[], evaluated=0, feasible=0, seconds=0.0),
+               options)
+        return
+    auto = study.user_attrs.get("search", {}).get("auto")
+    total = int(auto["plans"]) if isinstance(auto, dict) and auto.get("counted_all") else None
+    _store(study, space, _sweep(space, options, total=total), options)
 
 
 _LOG = logging.getLogger(__name__)
