@@ -33,12 +33,12 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
         chosen = " (auto)" if out.get("requested_sampler") == "auto" else ""
         return (f"study {name}: exhaustive sweep{chosen}, {out['evaluated']:,} plans evaluated,"
                 f" {out.get('feasible_plans', 0):,} feasible: optimal ({seconds:.1f} s)")
-    how = f" ({used})" if used else ""
+    how = f" with {used}" if used else ""
     if used and auto:
         more = "" if auto["counted_all"] else "more than "
-        how = (f" ({used}, chosen by auto: sweeping {more}{auto['plans']:,} plans at "
-               f"{auto['plans_per_s']:,.0f} plans/s takes {more}{auto['estimate_s']:,.0f} s, "
-               f"over the {auto['budget_s']:g} s budget)")
+        how += (f" (auto: sweeping {more}{auto['plans']:,} plans at "
+                f"{auto['plans_per_s']:,.0f} plans/s takes {more}{auto['estimate_s']:,.0f} s, "
+                f"over the {auto['budget_s']:g} s budget)")
     evaluated = f", {out['evaluated']:,} plans evaluated" if out.get("evaluated") else ""
     return f"study {name}: {out['trials']} completed trials{how}{evaluated} ({seconds:.1f} s)"
 
