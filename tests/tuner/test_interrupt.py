@@ -59,7 +59,8 @@ def _query(db: Path, sql: str) -> list[tuple[Any, ...]]:
 BEATING = ("SELECT count(*) FROM trials JOIN trial_heartbeats USING (trial_id) "
            "WHERE trials.state = 'RUNNING'")
 """Running trials that beat: their worker is inside the objective."""
-STUDY_MADE = "SELECT count(*) FROM study_user_attributes WHERE key = 'search'"
+STUDY_MADE = "SELECT count(*) FROM studies"
+"""The study exists: it is made beside the sweep (tuner.engine.opening), which then runs."""
 
 
 def _stop_when(command: list[str], db: Path, ready: str, signum: int
@@ -118,7 +119,7 @@ def test_a_signal_requeues_the_running_trial_and_exits_130(tmp_path: Path,
 
 def test_a_stopped_exhaustive_sweep_stores_nothing(tmp_path: Path) -> None:
     data = heavy("sweep-stop")
-    data["cluster"]["nodes"] = [32, 64, 128, 256]
+    data["cluster"]["nodes"] = [16, 32, 64, 128, 256, 512]  # some ten million plans
     spec = tmp_path / "sweep-stop.yaml"
     spec.write_text(yaml.safe_dump(data), encoding="utf-8")
     db = tmp_path / "x.db"
