@@ -13,7 +13,7 @@ from .breakdown import CostReport, MemoryUse, Price, StepTime
 from .codec import KNOBS, PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
 from .errors import CostModelError
-from .evaluate import evaluate
+from .evaluate import evaluate, evaluate_grid
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
 from .layers import Layer, LayersModel
@@ -71,6 +71,7 @@ __all__ = [
     "check_plan",
     "element_bytes",
     "evaluate",
+    "evaluate_grid",
     "matmul_parameters",
     "model_flops_per_token",
     "parameter_count",

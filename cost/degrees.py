@@ -8,7 +8,7 @@ import numpy as np
 
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec
 
-__all__ = ["Degrees", "degrees"]
+__all__ = ["Degrees", "degrees", "grid_degrees"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,13 +42,19 @@ class Degrees:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return np.shape(self.tp)
+        """The shape of the plans: every field's shape broadcast (on a grid of plans each knob
+        keeps its own axes, grid_degrees)."""
+        return np.broadcast(*(getattr(self, name) for name in _FIELDS)).shape
 
     @property
     def shard(self) -> Array:
         """Divisor of the activations outside tensor-parallel regions: tp with sequence
         parallelism, else 1."""
         return np.where(self.sp > 0, self.tp, 1.0)
+
+
+_FIELDS = ("tp", "pp", "dp", "cp", "vs", "mb", "recompute", "sp", "zero", "offload", "sync",
+           "parameter_servers", "shard_group", "gpus", "micro_batches", "ep", "etp")
 
 
 def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees:
@@ -63,4 +69,29 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         shard_group=np.where(a["shard_group"] > 0, a["shard_group"], dp * a["cp"]),
         gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb), ep=a["ep"], etp=a["etp"],
+    )
+
+
+def grid_degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees:
+    """The degrees of a grid of plans: `plan`'s fields are arrays whose shapes broadcast
+    together (each knob on its own axes), and each degree keeps the shape of the knobs it is
+    made of (dp: of tp, pp, cp and the cluster's size where the plan leaves it out). Every
+    formula then runs once per distinct combination of the knobs it reads, and numpy's
+    broadcasting gives the same numbers as the flat plans of `degrees`."""
+    f = {name: np.asarray(getattr(plan, name), dtype=np.float64) for name in (
+        "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
+        "sequence_parallel", "zero", "offload", "sync", "parameter_servers", "shard_group",
+        "ep", "etp")}
+    gpus = np.asarray(cluster.gpus, dtype=np.float64)
+    dp = f["dp"]
+    if np.any(dp <= 0):
+        dp = np.where(dp > 0, dp, gpus / (f["tp"] * f["pp"] * f["cp"]))
+    mb = f["micro_batch"]
+    return Degrees(
+        tp=f["tp"], pp=f["pp"], dp=dp, cp=f["cp"], vs=f["virtual_stages"], mb=mb,
+        recompute=f["recompute"], sp=np.where(f["tp"] > 1, f["sequence_parallel"], 0.0),
+        zero=f["zero"], offload=f["offload"], sync=f["sync"],
+        parameter_servers=f["parameter_servers"], gpus=gpus,
+        shard_group=np.where(f["shard_group"] > 0, f["shard_group"], dp * f["cp"]),
+        micro_batches=training.global_batch / (dp * mb), ep=f["ep"], etp=f["etp"],
     )

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .breakdown import CostReport
-from .degrees import degrees
+from .degrees import Degrees, degrees, grid_degrees
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .inputs import ClusterSpec, Plan, TrainingSpec
 from .memory import hbm_usable_bytes, memory_use
@@ -18,7 +18,7 @@ from .schedule import step_time
 from .validity import valid_mask
 from .workload import Workload
 
-__all__ = ["CHUNK", "evaluate"]
+__all__ = ["CHUNK", "evaluate", "evaluate_grid"]
 
 
 CHUNK = 1 << 16
@@ -62,9 +62,26 @@ def _concatenate(parts: list[Any]) -> Any:
                    for f in fields(first)})
 
 
+def evaluate_grid(
+    workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
+    *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+) -> CostReport:
+    """`evaluate` on a grid of plans: `plan`'s fields are arrays on their own axes (shapes that
+    broadcast together, e.g. layouts (F, 1, 1) x recompute (1, 3, 1) x zero (1, 1, 4)). Each
+    term of the model is computed once per distinct combination of the knobs it reads and
+    broadcast (cost.degrees.grid_degrees): the numbers are those of the flat plans, at a
+    fraction of the work. The report's arrays broadcast to the grid's shape."""
+    return _report(workload, cluster, training, grid_degrees(cluster, training, plan),
+                   efficiency)
+
+
 def _evaluate(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
               eff: Efficiency) -> CostReport:
-    d = degrees(cluster, training, plan)
+    return _report(workload, cluster, training, degrees(cluster, training, plan), eff)
+
+
+def _report(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+            eff: Efficiency) -> CostReport:
     with np.errstate(divide="ignore", invalid="ignore"):
         held = workload.footprint(cluster, training, d, eff)
         step = step_time(workload, cluster, workload.stage_cost(cluster, training, d, eff),

@@ -20,6 +20,7 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import model_flops_per_token, parameter_count
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
+from .numerics import is_zero
 from .precision import element_bytes
 from .workload import Footprint, Rule, StageCost
 
@@ -113,14 +114,13 @@ def embedding_and_loss_split(layers: int, pp: Value, vs: Value) -> Array:
     --account-for-loss-in-pipeline-split; Llama 3 405B's 126 layers on 16 stages, BLOOM's 70
     on 12)."""
     chunks = np.maximum(np.multiply(pp, vs), 1.0)
-    even = np.isclose(np.mod(layers, chunks), 0.0)
-    plus_two = np.isclose(np.mod(layers + 2.0, chunks), 0.0) & (2.0 * np.asarray(pp)
-                                                                 <= layers + 2.0)
+    even = is_zero(np.mod(layers, chunks))
+    plus_two = is_zero(np.mod(layers + 2.0, chunks)) & (2.0 * np.asarray(pp) <= layers + 2.0)
     return np.where(~even & plus_two & (np.asarray(pp) > 1), 1.0, 0.0)
 
 
 def _divides(d: Value, n: Value) -> Array:
-    return np.isclose(np.mod(n, np.maximum(d, 1.0)), 0.0)
+    return is_zero(np.mod(n, np.maximum(d, 1.0)))
 
 
 def transformer_rules(model: ModelSpec) -> tuple[Rule, ...]:

@@ -20,6 +20,7 @@ from .codec import KNOBS, Offload, Recompute, Sync
 from .degrees import Degrees, degrees
 from .errors import CostModelError
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec, Value
+from .numerics import close, is_zero
 from .workload import Rule, Workload
 
 __all__ = [
@@ -49,11 +50,12 @@ class InvalidPlanError(CostModelError):
 
 
 def _divides(d: Value, n: Value) -> Array:
-    return np.isclose(np.mod(n, np.maximum(d, 1.0)), 0.0)
+    return is_zero(np.mod(n, np.maximum(d, 1.0)))
 
 
 def _integral(x: Value) -> Array:
-    return np.isclose(x, np.round(x))
+    whole = np.round(x)
+    return (x == whole) | close(x, whole)  # np.isclose(x, round(x)), infinities included
 
 
 def _one(value: Value) -> float:
@@ -89,7 +91,7 @@ def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, .
         Rule("model_parallel", layout, lambda d: ~_divides(d.tp * d.pp * d.cp, d.gpus),
              lambda d: f"tp·pp·cp = {_one(d.tp * d.pp * d.cp):g} does not divide the "
                        f"{_one(d.gpus):g} GPUs; choose tp, pp and cp whose product divides it"),
-        Rule("gpus", ("dp", *layout), lambda d: ~np.isclose(d.tp * d.pp * d.dp * d.cp, d.gpus),
+        Rule("gpus", ("dp", *layout), lambda d: ~close(d.tp * d.pp * d.dp * d.cp, d.gpus),
              lambda d: f"tp·pp·dp·cp = {_one(d.tp * d.pp * d.dp * d.cp):g} is not the "
                        f"{_one(d.gpus):g} GPUs of the cluster; change dp or leave it out to "
                        "fill the cluster"),
@@ -116,11 +118,11 @@ def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, .
                        "parameter_server, parameter_servers a whole number >= 1"),
         Rule("shard_group", ("shard_group", "zero", "dp", *layout),
              lambda d: ~_divides(d.shard_group, d.dp * d.cp)
-             | ((d.zero < 1) & ~np.isclose(d.shard_group, d.dp * d.cp)),
+             | ((d.zero < 1) & ~close(d.shard_group, d.dp * d.cp)),
              lambda d: f"shard_group={_one(d.shard_group):g} must divide the "
                        f"{_one(d.dp * d.cp):g} data-parallel ranks (dp·cp) and needs zero >= 1; "
                        "change it or leave it out"),
-        Rule("precision", (), lambda d: np.full(d.shape, precision is not None),
+        Rule("precision", (), lambda d: np.asarray(precision is not None),
              lambda d: str(precision)),
     )
 
@@ -133,7 +135,7 @@ def _knob_rule(workload: Workload) -> Rule:
     defaults = {k.name: float(k.encode([k.default])[0]) for k in idle}
 
     def broken(d: Degrees) -> Array:
-        out = np.zeros(d.shape, dtype=bool)
+        out: Array = np.zeros((), dtype=bool)
         for name, code in defaults.items():
             out = out | (np.asarray(getattr(d, _FIELD.get(name, name))) != code)
         return out
@@ -156,8 +158,11 @@ def rules(workload: Workload, cluster: ClusterSpec, training: TrainingSpec
 def valid_mask(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
                d: Degrees) -> Array:
     """True where a plan breaks no structural rule."""
-    broken = [np.broadcast_to(r.broken(d), d.shape) for r in rules(workload, cluster, training)]
-    return ~np.logical_or.reduce(broken)
+    shape = d.shape
+    broken: Array = np.zeros((), dtype=bool)
+    for rule in rules(workload, cluster, training):  # each at the shape of the knobs it reads
+        broken = broken | rule.broken(d)
+    return ~np.broadcast_to(broken, shape)
 
 
 def structurally_valid(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,

@@ -20,13 +20,21 @@ from .sections import (
     StackSection,
     TrainingSection,
 )
-from .space import CLUSTER_KNOBS, INNER_KNOBS, OUTER_PLAN_KNOBS, Space, encode_plan_values
+from .space import (
+    CLUSTER_KNOBS,
+    GRID_PLANS,
+    INNER_KNOBS,
+    OUTER_PLAN_KNOBS,
+    Space,
+    encode_plan_values,
+)
 from .spec import CostInputs, StudySpec, load_spec, parse_spec
 from .units import KINDS, parse_quantity
 from .yaml_io import load_yaml, read_text
 
 __all__ = [
     "CLUSTER_KNOBS",
+    "GRID_PLANS",
     "INNER_KNOBS",
     "KINDS",
     "OBJECTIVES",

@@ -20,7 +20,7 @@ from cost import MLA, PRECISIONS, GPUSpec, ModelSpec, MoEModelSpec
 
 from .errors import SpecError
 from .units import parse_quantity
-from .yaml_io import StrictLoader
+from .yaml_io import FastStrictLoader
 
 __all__ = [
     "gpu_catalog",
@@ -64,7 +64,7 @@ def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> s
 def _read(filename: str) -> dict[str, Any]:
     folder = resources.files("search_spaces").joinpath("catalog")
     text = folder.joinpath(filename).read_text(encoding="utf-8")
-    data = yaml.load(text, Loader=StrictLoader)
+    data = yaml.load(text, Loader=FastStrictLoader)
     if not isinstance(data, dict):
         raise SpecError("the catalog must be a mapping of names to entries", file=filename)
     return data

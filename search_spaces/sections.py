@@ -215,12 +215,15 @@ class Constraints(Frozen):
 
 
 class SearchSection(Frozen):
-    """How to search: sampler, trial count, seed, time limit (seconds)."""
+    """How to search: sampler, trial count, seed, time limit (seconds), and the time an
+    exhaustive sweep may take for `auto` to choose it (seconds, estimated from the plans of
+    the space and the cost model's measured rate)."""
 
-    sampler: Literal["tpe", "nsga2", "gp", "random", "exhaustive"] = "tpe"
+    sampler: Literal["auto", "tpe", "nsga2", "gp", "random", "exhaustive"] = "auto"
     trials: Annotated[int, Field(strict=True, ge=1, le=10**7)] = 100
     seed: Annotated[int, Field(strict=True, ge=0)] | None = None
     timeout: Seconds | None = None
+    exhaustive_budget: Seconds = 30.0
 
 
 Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]

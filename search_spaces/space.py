@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,21 @@ from .choices import Choice, IntRange
 from .cluster import ClusterSection, Expansion
 from .errors import SpecError
 from .gpu import node_gpus
+from .grid import (
+    ClusterGrid,
+    PlanGrid,
+    global_rules_pass,
+    joinable,
+    layout_rows,
+    split_knobs,
+    stack_clusters,
+)
 from .plan import PLAN_FIELDS
 from .spec import StudySpec
 
 __all__ = [
     "CLUSTER_KNOBS",
+    "GRID_PLANS",
     "INNER_KNOBS",
     "OUTER_PLAN_KNOBS",
     "Space",
@@ -55,6 +65,9 @@ INNER_KNOBS = ("virtual_stages", "micro_batch", "recompute", "sequence_parallel"
 """Plan knobs cheap to sweep: every combination is evaluated in one vectorised call."""
 
 _MAX_CHUNK = 1 << 20
+GRID_PLANS = 1 << 16
+"""Plans per grid (cost.evaluate_grid): arrays of this size stay in cache."""
+_CACHED_ROWS = 1 << 20
 
 
 def _values(value: Any) -> tuple[Any, ...]:
@@ -122,6 +135,8 @@ class Space:
     training: TrainingSpec
     choices: Mapping[str, tuple[Any, ...]]  # knob (plan name, or "cluster.<field>") -> values
     efficiency: Efficiency = DEFAULT_EFFICIENCY  # the spec's calibration profile
+    _memo: dict[tuple[Any, ...], Any] = field(
+        default_factory=dict, compare=False, repr=False)  # coded values, valid layouts, ...
 
     @classmethod
     def from_spec(cls, spec: StudySpec) -> Space:
@@ -188,6 +203,94 @@ class Space:
             if np.any(ok):
                 yield Plan(**{k: v[ok] for k, v in chunk.items()})
 
+    def grids(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None, *,
+              max_plans: int = GRID_PLANS) -> Iterator[PlanGrid]:
+        """The structurally valid plans on `cluster` as grids of about `max_plans` plans
+        (search_spaces.grid): the valid layouts times every combination of the grid knobs;
+        knobs in `fixed` take that one value (user vocabulary)."""
+        coded = self._coded(fixed)
+        layout, axes = split_knobs(coded, max_plans=max_plans)
+        if not self._cluster_passes(cluster):
+            return
+        grid_axes = tuple((name, coded[name]) for name in axes)
+        single = {n: float(v[0]) for n, v in coded.items() if n not in layout and n not in axes}
+        per_row = math.prod(len(v) for _, v in grid_axes)
+        step = max(1, max_plans // per_row)
+        for rows in self._layouts(cluster, coded, layout):
+            for start in range(0, len(rows[layout[0]]), step):
+                part = {k: v[start:start + step] for k, v in rows.items()}
+                yield PlanGrid(layouts=part, axes=grid_axes, single=single)
+
+    def cluster_grids(self, combinations: Iterable[Mapping[str, Any]] | None = None, *,
+                      max_plans: int = GRID_PLANS) -> Iterator[ClusterGrid]:
+        """The valid plans of every cluster (of `combinations` of the cluster knobs, default
+        all) as grids of about `max_plans` plans, the layouts of clusters that share a GPU
+        and pricing side by side in one grid (search_spaces.grid.ClusterGrid). Clusters that
+        cannot be built are left out."""
+        coded = self._coded(None)
+        layout, axes = split_knobs(coded, max_plans=max_plans)
+        grid_axes = tuple((name, coded[name]) for name in axes)
+        single = {n: float(v[0]) for n, v in coded.items() if n not in layout and n not in axes}
+        step = max(1, max_plans // math.prod(len(v) for _, v in grid_axes))
+        open_groups: dict[tuple[str, str], _Pending] = {}
+        for values in (self.cluster_combinations() if combinations is None else combinations):
+            try:
+                cluster = self.cluster(values)
+            except SpecError:
+                continue
+            if not self._cluster_passes(cluster):
+                continue
+            key = (cluster.gpu.name, cluster.pricing)
+            group = open_groups.get(key)
+            if group is not None and not joinable(group.clusters[0], cluster):
+                yield from group.flush(grid_axes, single, step, final=True)
+                group = None
+            if group is None:
+                group = open_groups[key] = _Pending()
+            for rows in self._layouts(cluster, coded, layout):
+                group.add(cluster, values, rows)
+                yield from group.flush(grid_axes, single, step, final=False)
+        for group in open_groups.values():
+            yield from group.flush(grid_axes, single, step, final=True)
+
+    def _coded(self, fixed: Mapping[str, Any] | None) -> dict[str, np.ndarray]:
+        """Each plan knob's values as model numbers (`fixed` knobs: that one value)."""
+        key = ("coded", _frozen(fixed))
+        if key not in self._memo:
+            given = dict(fixed or {})
+            self._memo[key] = {
+                n: encode_plan_values(n, [given[n]] if n in given else self.choices[n])
+                for n in PLAN_FIELDS}
+        coded: dict[str, np.ndarray] = self._memo[key]
+        return coded
+
+    def _cluster_passes(self, cluster: ClusterSpec) -> bool:
+        """The rules that read no knob (a GPU with the training's precision), per GPU."""
+        key = ("global", cluster.gpu.name, cluster.gpu.peak_for(self.training.precision))
+        if key not in self._memo:
+            self._memo[key] = global_rules_pass(self.model, cluster, self.training)
+        return bool(self._memo[key])
+
+    def _layouts(self, cluster: ClusterSpec, coded: Mapping[str, np.ndarray],
+                 layout: list[str]) -> Iterator[dict[str, np.ndarray]]:
+        """The valid layouts (search_spaces.grid.layout_rows), kept per GPU count and layout
+        values while they are few (a co-design space shares them between clusters)."""
+        # `coded` lives in the memo (Space._coded): its id names it for the space's life
+        key = ("layouts", float(np.ravel(cluster.gpus)[0]), id(coded), tuple(layout))
+        if key in self._memo:
+            yield from self._memo[key]
+            return
+        kept: list[dict[str, np.ndarray]] | None = []
+        size = 0
+        for rows in layout_rows(self.model, cluster, self.training, coded, layout):
+            size += len(rows[layout[0]])
+            if kept is not None:
+                kept.append(rows)
+                kept = kept if size <= _CACHED_ROWS else None
+            yield rows
+        if kept is not None:
+            self._memo[key] = kept
+
     def count(self) -> int:
         """Structurally valid plans over every cluster combination."""
         total = 0
@@ -196,8 +299,15 @@ class Space:
                 cluster = self.cluster(values)
             except SpecError:
                 continue
-            total += sum(int(np.size(p.tp)) for p in self.plans(cluster))
+            total += sum(g.size for g in self.grids(cluster))
         return total
+
+
+def _frozen(fixed: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    """A hashable form of `fixed` knob values (custom GPUs by their repr)."""
+    if not fixed:
+        return ()
+    return tuple(sorted((k, repr(v)) for k, v in fixed.items()))
 
 
 def _product_chunks(axes: list[tuple[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
@@ -214,3 +324,51 @@ def _product_chunks(axes: list[tuple[str, np.ndarray]]) -> Iterator[dict[str, np
     for combo in itertools.product(*(v for _, v in head)):
         chunk = {n: np.full(rows, x) for (n, _), x in zip(head, combo, strict=True)}
         yield {**chunk, **flat_tail}
+
+
+class _Pending:
+    """Layout rows of clusters of one GPU and pricing waiting to fill a grid."""
+
+    def __init__(self) -> None:
+        self.clusters: list[ClusterSpec] = []
+        self.values: list[Mapping[str, Any]] = []
+        self.rows: list[dict[str, np.ndarray]] = []
+        self.owners: list[np.ndarray] = []
+        self.count = 0
+
+    def add(self, cluster: ClusterSpec, values: Mapping[str, Any],
+            rows: dict[str, np.ndarray]) -> None:
+        if not self.clusters or self.clusters[-1] is not cluster:
+            self.clusters.append(cluster)
+            self.values.append(values)
+        n = len(next(iter(rows.values())))
+        self.rows.append(rows)
+        self.owners.append(np.full(n, len(self.clusters) - 1))
+        self.count += n
+
+    def flush(self, axes: tuple[tuple[str, np.ndarray], ...], single: Mapping[str, float],
+              step: int, *, final: bool) -> Iterator[ClusterGrid]:
+        """Grids of `step` rows while there are that many (and the rest when `final`)."""
+        if self.count < step and not (final and self.count):
+            return
+        names = list(self.rows[0])
+        rows = {n: np.concatenate([r[n] for r in self.rows]) for n in names}
+        owner = np.concatenate(self.owners)
+        whole = len(owner) if final else len(owner) - len(owner) % step
+        for start in range(0, whole, step):
+            part = owner[start:start + step]
+            used = np.unique(part)
+            local = np.searchsorted(used, part)
+            clusters = tuple(self.clusters[i] for i in used)
+            grid = PlanGrid(layouts={n: v[start:start + step] for n, v in rows.items()},
+                            axes=axes, single=single)
+            yield ClusterGrid(grid=grid, cluster=stack_clusters(clusters, local, 1 + len(axes)),
+                              clusters=clusters, values=tuple(self.values[i] for i in used),
+                              owner=local)
+        rest = owner[whole:]
+        keep = np.unique(rest)
+        self.rows = [{n: v[whole:] for n, v in rows.items()}] if len(rest) else []
+        self.owners = [np.searchsorted(keep, rest)] if len(rest) else []
+        self.clusters = [self.clusters[i] for i in keep]
+        self.values = [self.values[i] for i in keep]
+        self.count = len(rest)

@@ -6,10 +6,12 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 """
 
 from .errors import StudyError
+from .identity import cost_model_version, problem, problem_differences, problem_digest
 from .listing import best_results, export_trials, list_studies, trials_table
 from .locate import LEGACY_STORAGE_URL, Located, locate_storage
 from .metadata import (
     SCHEMA_VERSION,
+    check_problem,
     create_or_continue,
     load_study,
     set_target_trials,
@@ -18,7 +20,15 @@ from .metadata import (
     target_trials,
 )
 from .metrics import OBJECTIVE_UNITS, metric_names, name_metrics
-from .records import RESULT_ATTR, TrialResult, is_feasible, record_result, result_of
+from .records import (
+    EQUIVALENT_ATTR,
+    RESULT_ATTR,
+    TrialResult,
+    equivalent_plans,
+    is_feasible,
+    record_result,
+    result_of,
+)
 from .recovery import (
     JOURNAL_STALE_S,
     JOURNAL_UNSTAMPED_S,
@@ -27,6 +37,14 @@ from .recovery import (
     recover_stale_trials,
     waiting_retries,
     worker_identity,
+)
+from .settings import (
+    SEARCH_ATTR,
+    SWEPT_ATTR,
+    search_settings,
+    store_search_settings,
+    store_swept,
+    swept,
 )
 from .storage import (
     DEFAULT_STORAGE_URL,
@@ -49,6 +67,7 @@ from .workers import (
 __all__ = [
     "DEFAULT_STORAGE_URL",
     "ENV_VAR",
+    "EQUIVALENT_ATTR",
     "JOURNAL_STALE_S",
     "JOURNAL_UNSTAMPED_S",
     "LEGACY_STORAGE_URL",
@@ -56,15 +75,20 @@ __all__ = [
     "RECOVERY_EVERY_S",
     "RESULT_ATTR",
     "SCHEMA_VERSION",
+    "SEARCH_ATTR",
+    "SWEPT_ATTR",
     "WORKER_ATTR",
     "Located",
     "RecoveryCallback",
     "StudyError",
     "TrialResult",
     "best_results",
+    "check_problem",
     "complete_count",
+    "cost_model_version",
     "create_or_continue",
     "directory_problem",
+    "equivalent_plans",
     "export_trials",
     "fail_silent_trials",
     "finished_under_us",
@@ -75,16 +99,23 @@ __all__ = [
     "metric_names",
     "name_metrics",
     "open_storage",
+    "problem",
+    "problem_differences",
+    "problem_digest",
     "record_result",
     "recover_stale_trials",
     "redact_url",
     "result_of",
+    "search_settings",
     "set_target_trials",
     "settle",
     "settle_s",
     "spec_digest",
     "storage_url",
+    "store_search_settings",
+    "store_swept",
     "stored_spec",
+    "swept",
     "target_trials",
     "to_run",
     "trials_table",

@@ -13,9 +13,11 @@ import optuna
 from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from cost import PlanRecord, PlanResult
+
 from .errors import StudyError
 from .metadata import load_study, target_trials
-from .records import RESULT_ATTR, TrialResult, is_feasible, result_of
+from .records import RESULT_ATTR, TrialResult, equivalent_plans, is_feasible, result_of
 
 __all__ = ["best_results", "export_trials", "list_studies", "trials_table"]
 
@@ -69,45 +71,62 @@ def _plan_key(trial: FrozenTrial) -> str:
                       sort_keys=True)
 
 
-def _with_trial(trial: FrozenTrial) -> TrialResult | None:
+def _result_key(result: PlanResult) -> str:
+    """Equal for plans of one cluster whose step time, memory and price agree to 1e-9
+    relative (equivalent layouts: selective recompute under flash attention, ...)."""
+    figures = (result.step_time_s, result.memory_total_bytes, result.cost_to_train_usd,
+               result.time_to_train_days)
+    return json.dumps({"cluster": result.cluster.as_dict(),
+                       "figures": [f"{float(x):.9e}" for x in figures]}, sort_keys=True)
+
+
+def _with_trial(trial: FrozenTrial, equivalents: tuple[PlanRecord, ...] = ()
+                ) -> TrialResult | None:
     result = result_of(trial)
     if result is None:
         return None
     value: float | list[float] | None = trial.value if len(trial.values or []) == 1 \
         else trial.values
-    return TrialResult(trial=trial.number, value=value, result=result)
+    return TrialResult(trial=trial.number, value=value, result=result,
+                       equivalents=(*equivalent_plans(trial), *equivalents))
 
 
-def _distinct(trials: list[FrozenTrial], top: int | None) -> list[FrozenTrial]:
+def _distinct(trials: list[FrozenTrial], top: int | None) -> list[TrialResult]:
+    """The first `top` distinct results, in order: a trial whose plan was seen is left out,
+    one whose result equals a kept one's joins it as an equivalent plan."""
     seen: set[str] = set()
-    kept: list[FrozenTrial] = []
+    groups: dict[str, list[tuple[FrozenTrial, PlanResult]]] = {}
     for trial in trials:
         key = _plan_key(trial)
-        if key not in seen:
-            seen.add(key)
-            kept.append(trial)
-        if top is not None and len(kept) >= top:
-            break
-    return kept
+        result = result_of(trial)
+        if key in seen or result is None:
+            continue
+        seen.add(key)
+        same = _result_key(result)
+        if same not in groups and top is not None and len(groups) >= top:
+            continue
+        groups.setdefault(same, []).append((trial, result))
+    out = [_with_trial(members[0][0], tuple(r.plan for _, r in members[1:]))
+           for members in groups.values()]
+    return [r for r in out if r is not None]
 
 
 def best_results(study: optuna.Study, *, top: int = 1) -> list[TrialResult]:
     """The best feasible plans with their trial numbers and values.
 
-    One objective: the `top` best distinct plans in the study's direction. Two objectives:
-    the Pareto front of feasible trials, distinct plans, by the first objective. [] when
-    nothing is feasible."""
+    One objective: the `top` best distinct results in the study's direction. Two objectives:
+    the Pareto front of feasible trials, by the first objective. A plan stored twice is shown
+    once; plans with the same result (equivalent layouts) are one entry, the others listed as
+    its `equivalents`. [] when nothing is feasible."""
     if len(study.directions) == 1:
         feasible = [t for t in study.get_trials(deepcopy=False)
                     if is_feasible(t) and RESULT_ATTR in t.user_attrs]
         sign = -1.0 if study.direction == StudyDirection.MAXIMIZE else 1.0
         ranked = sorted(feasible, key=lambda t: (sign * float(t.values[0]), t.number))
-        picked = _distinct(ranked, max(top, 0))
-    else:
-        front = [t for t in study.best_trials if is_feasible(t) and RESULT_ATTR in t.user_attrs]
-        front.sort(key=lambda t: (*t.values, t.number))
-        picked = _distinct(front, None)
-    return [r for r in map(_with_trial, picked) if r is not None]
+        return _distinct(ranked, max(top, 0))
+    front = [t for t in study.best_trials if is_feasible(t) and RESULT_ATTR in t.user_attrs]
+    front.sort(key=lambda t: (*t.values, t.number))
+    return _distinct(front, None)
 
 
 def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:

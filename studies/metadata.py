@@ -13,15 +13,16 @@ from typing import Any
 import optuna
 import yaml
 
-import cost
 from search_spaces import SpecError, StudySpec, parse_spec
 
 from .errors import StudyError
+from .identity import problem, problem_differences, problem_digest
 from .metrics import name_metrics
 from .storage import redact_url
 
 __all__ = [
     "SCHEMA_VERSION",
+    "check_problem",
     "create_or_continue",
     "load_study",
     "set_target_trials",
@@ -101,12 +102,15 @@ def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:
 
 
 def _initial_attrs(spec: StudySpec, spec_text: str, target: int) -> dict[str, Any]:
+    resolved = problem(spec)
     return {
         "schema_version": SCHEMA_VERSION,
         "spec_text": spec_text,
         "spec_json": _canonical(spec.model_dump(mode="json")),
         "spec_digest": spec_digest(spec),
-        "cost_model_version": cost.COST_MODEL_VERSION,
+        "problem_json": _canonical(resolved),
+        "problem_digest": problem_digest(resolved),
+        "cost_model_version": resolved["cost_model"],
         "target_trials": int(target),
         "objectives": list(spec.objective),
         "spec_file": spec.file,
@@ -128,11 +132,13 @@ def create_or_continue(
     *,
     directions: list[str],
     sampler: optuna.samplers.BaseSampler | None = None,
-    target_trials: int,
+    target_trials: int | None,
 ) -> optuna.Study:
     """The study named `spec.name`: created with our metadata, or continued when it holds the
-    same problem (its trial target becomes `target_trials`, the new total). Raises StudyError
-    naming what differs when the stored problem is another one."""
+    same problem (studies.identity: the spec, the catalog values and calibration it resolves
+    to, the cost model's version); its trial target becomes `target_trials` (the new total;
+    None keeps the stored one). Raises StudyError naming what differs when the stored problem
+    is another one."""
     try:
         study = optuna.create_study(study_name=spec.name, storage=storage,
                                     directions=_directions(directions),
@@ -142,12 +148,42 @@ def create_or_continue(
         if study.user_attrs.get("spec_digest") != spec_digest(spec) and \
                 not _only_fields_added_since(study, spec):
             raise _mismatch(storage, study, spec) from None
-        set_target_trials(study, target_trials)
+        _check_resolved(storage, study, spec)
+        if target_trials is not None:
+            set_target_trials(study, target_trials)
         return study
-    for key, value in _initial_attrs(spec, spec_text, target_trials).items():
+    for key, value in _initial_attrs(spec, spec_text, target_trials or 0).items():
         study.set_user_attr(key, value)
     name_metrics(study)
     return study
+
+
+def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
+                    spec: StudySpec) -> None:
+    """Refuse a study whose problem resolves to other values than `spec`'s today: another
+    catalog entry, calibration profile or cost-model version (a study of an earlier tuner,
+    without a stored problem, is compared by its cost-model version)."""
+    attrs = study.user_attrs
+    now = problem(spec)
+    if "problem_digest" in attrs:
+        if attrs["problem_digest"] == problem_digest(now):
+            return
+        shown = problem_differences(json.loads(attrs.get("problem_json", "{}")), now)
+    elif attrs.get("cost_model_version") in (None, now["cost_model"]):
+        return
+    else:
+        shown = (f"the cost model's code changed: version {attrs['cost_model_version']} -> "
+                 f"{now['cost_model']}")
+    raise StudyError(
+        f"study '{study.study_name}' in {_storage_name(storage)} was made for another "
+        f"problem: {shown}; its results would not compare with new ones: give the spec "
+        "another `name:` to start a new study (this one stays readable)")
+
+
+def check_problem(storage: optuna.storages.BaseStorage, study: optuna.Study) -> None:
+    """Refuse to continue (resume, worker) a study whose stored spec now resolves to another
+    problem (studies.identity), naming what changed."""
+    _check_resolved(storage, study, stored_spec(study))
 
 
 def load_study(

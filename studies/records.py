@@ -10,11 +10,15 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from cost import PlanResult
+from cost import PlanRecord, PlanResult
 
-__all__ = ["RESULT_ATTR", "TrialResult", "is_feasible", "record_result", "result_of"]
+__all__ = ["EQUIVALENT_ATTR", "RESULT_ATTR", "TrialResult", "equivalent_plans", "is_feasible",
+           "record_result", "result_of"]
 
 RESULT_ATTR = "result"
+EQUIVALENT_ATTR = "equivalent_plans"
+"""A trial's user attribute: other plans (as_dict) with the same result, not stored as trials
+of their own (an exhaustive sweep's equivalent layouts)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,10 +28,15 @@ class TrialResult:
     trial: int
     value: float | list[float] | None
     result: PlanResult
+    equivalents: tuple[PlanRecord, ...] = ()  # other plans with the same result
 
     def as_dict(self) -> dict[str, Any]:
-        """PLAN_RESULT (shared/SPEC.md) plus "trial" and "value"."""
-        return {**self.result.as_dict(), "trial": self.trial, "value": self.value}
+        """PLAN_RESULT (shared/SPEC.md) plus "trial", "value", and "equivalent": the plans
+        of the other stored trials whose result is the same (when there are any)."""
+        out = {**self.result.as_dict(), "trial": self.trial, "value": self.value}
+        if self.equivalents:
+            out["equivalent"] = [p.as_dict() for p in self.equivalents]
+        return out
 
 
 def record_result(trial: optuna.Trial | FrozenTrial, result: PlanResult) -> None:
@@ -46,3 +55,9 @@ def is_feasible(trial: FrozenTrial) -> bool:
     if trial.state != TrialState.COMPLETE:
         return False
     return all(value <= 0.0 for value in trial.constraints.values())
+
+
+def equivalent_plans(trial: FrozenTrial) -> tuple[PlanRecord, ...]:
+    """The plans stored on `trial` as equivalent to its own (EQUIVALENT_ATTR)."""
+    stored = trial.user_attrs.get(EQUIVALENT_ATTR) or []
+    return tuple(PlanRecord.from_dict(p) for p in stored if isinstance(p, dict))

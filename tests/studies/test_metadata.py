@@ -11,6 +11,7 @@ import cost
 from studies import (
     SCHEMA_VERSION,
     StudyError,
+    cost_model_version,
     create_or_continue,
     load_study,
     spec_digest,
@@ -31,7 +32,8 @@ def test_create_stores_the_metadata(tmp_path: Path) -> None:
     attrs = study.user_attrs
     assert attrs["schema_version"] == SCHEMA_VERSION
     assert attrs["spec_text"] == text and attrs["spec_digest"] == spec_digest(spec)
-    assert attrs["cost_model_version"] == cost.COST_MODEL_VERSION
+    assert attrs["cost_model_version"] == cost_model_version()
+    assert attrs["cost_model_version"].startswith(cost.COST_MODEL_VERSION + "+")
     assert attrs["objectives"] == ["throughput"] and attrs["spec_file"] == "gpt3.yaml"
     assert target_trials(study) == 20
 

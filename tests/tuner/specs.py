@@ -18,10 +18,12 @@ TINY_MODEL = {"name": "tiny", "layers": 8, "hidden": 256, "heads": 8, "vocab": 1
 
 def gpt3_narrow(name: str = "gpt3-narrow", **plan: Any) -> dict[str, Any]:
     """The GPT-3 175B on 1024 A100 example with tp [2, 4, 8] and pp [4, 8, 16]: nine layouts,
-    each sweeping 480 cheap-knob combinations; `plan` values replace the example's."""
+    each sweeping 480 cheap-knob combinations, searched by TPE; `plan` values replace the
+    example's."""
     data = yaml.safe_load(GPT3_1024.read_text(encoding="utf-8"))
     data["name"] = name
     data["plan"].update({"tp": [2, 4, 8], "pp": [4, 8, 16], **plan})
+    data["search"] = {**data["search"], "sampler": "tpe"}  # trials, not one sweep
     return dict(data)
 
 

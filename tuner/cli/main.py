@@ -1,48 +1,65 @@
-"""`tuner`: the group of shared/SPEC.md's commands, its one error path, and the two commands
-that need no storage (evaluate, catalog). Errors of the library's packages become one line on
-stderr with exit code 2 (tracebacks only with --debug)."""
+"""`tuner`: the group of shared/SPEC.md's commands and its one error path. Errors of the
+library's packages become one line on stderr with exit code 2 (tracebacks only with --debug);
+a command stopped by Ctrl-C or SIGTERM exits with 130 and one line.
+
+Each command's module is imported only when that command runs (`tuner --help` and
+`tuner evaluate` never import Optuna, SQLAlchemy or plotly): the group lists the commands
+with their one-line help from the table below."""
 
 from __future__ import annotations
 
+import importlib
 import logging
+import os
 import sys
 from typing import Any
 
 import click
-import optuna
 
-import cost
-from search_spaces import (
-    SpecError,
-    SpecErrors,
-    gpu_catalog,
-    gpu_info,
-    load_spec,
-    model_catalog,
-    model_info,
-)
-from studies import StudyError
-
-from ..engine.limits import with_spec_limits
 from ..errors import TunerError
-from ..views import text as render
-from . import calibrate, search, worker
-from .explain import explain
-from .options import json_option
-from .report import dashboard, report
-from .studies import best, export, studies
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
 
-_USER_ERRORS = (SpecError, cost.CostModelError, StudyError, TunerError, OSError)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "evaluate": ("evaluate", "The cost model on fixed specs: step time, memory, breakdown."),
+    "search": ("search", "A new study, or more trials of the study of that name."),
+    "resume": ("search", "Continue an interrupted study to its trial target."),
+    "worker": ("worker", "Join study NAME and run trials until it has its target."),
+    "studies": ("studies", "List the studies in a storage: trials by state and best values."),
+    "best": ("studies", "The best plan(s) of study NAME, or its Pareto front."),
+    "export": ("studies", "The trials of study NAME as CSV or JSON, one row per trial."),
+    "explain": ("explain", "Why a plan takes the time it does, and what would change it."),
+    "plan": ("plan", "A study's best plan as a fixed spec or a framework's settings."),
+    "catalog": ("evaluate", "Built-in models and GPUs with their key figures."),
+    "calibrate": ("calibrate", "Fit the model's efficiency to measured runs."),
+    "report": ("report", "An HTML report of study NAME."),
+    "dashboard": ("report", "optuna-dashboard on the storage of study NAME."),
+}
+"""Command name -> (module of tuner.cli that defines it, one-line help)."""
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
 _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
                 IsADirectoryError: "is a directory; give a file",
                 PermissionError: "permission denied; check the file's permissions"}
+_ERROR_TYPES = (("search_spaces.errors", "SpecError"), ("cost.errors", "CostModelError"),
+                ("studies.errors", "StudyError"))
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """The library's user-error types among the modules imported so far (an error type of a
+    package that was never imported cannot have been raised)."""
+    found: list[type[BaseException]] = [TunerError, OSError]
+    for module, name in _ERROR_TYPES:
+        if module in sys.modules:
+            found.append(getattr(sys.modules[module], name))
+    return tuple(found)
 
 
 def _lines(err: BaseException) -> list[str]:
     """The error as one line, or one line per error of a spec with several (SpecErrors)."""
-    if isinstance(err, SpecErrors):
+    errors = sys.modules.get("search_spaces.errors")
+    if errors is not None and isinstance(err, errors.SpecErrors):
         return [_one_line(e) for e in err.errors]
     return [_one_line(err)]
 
@@ -57,17 +74,32 @@ def _one_line(err: BaseException) -> str:
 
 
 class _Group(click.Group):
-    """Turns the library's user errors into one line on stderr and exit code 2."""
+    """Imports a command's module when the command is asked for; turns the library's user
+    errors into one line on stderr and exit code 2, an interruption into exit code 130."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module = importlib.import_module(f"{__package__}.{COMMANDS[cmd_name][0]}")
+        command: click.Command = getattr(module, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except _USER_ERRORS as err:
-            if ctx.params.get("debug"):
-                raise
-            for line in _lines(err):
-                click.echo(f"error: {line}", err=True)
-            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:  # the reader of stdout left (`tuner best NAME | head`)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except click.UsageError as err:  # a command's options: one line, not click's banner
             if ctx.params.get("debug"):
                 raise
@@ -75,7 +107,13 @@ class _Group(click.Group):
             message = " ".join(err.format_message().split()).replace(". (", " (").rstrip(".")
             message = message[:1].lower() + message[1:]
             click.echo(f"error: {where}: {message}; see `{where} --help`", err=True)
-            sys.exit(2)
+            sys.exit(EXIT_USER_ERROR)
+        except Exception as err:
+            if ctx.params.get("debug") or not isinstance(err, _user_errors()):
+                raise
+            for line in _lines(err):
+                click.echo(f"error: {line}", err=True)
+            sys.exit(EXIT_USER_ERROR)
 
 
 @click.group(cls=_Group)
@@ -84,49 +122,6 @@ def main(debug: bool) -> None:
     """Find the fastest parallel strategy and the right cluster for training large models."""
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    optuna.logging.set_verbosity(optuna.logging.INFO if debug else optuna.logging.WARNING)
-
-
-@main.command()
-@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
-@json_option
-def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
-    """The cost model on fixed specs: step time, memory, breakdown."""
-    results = []
-    for path in specs:
-        spec = load_spec(path)
-        inputs = spec.to_cost_inputs()
-        report = cost.evaluate(*inputs, efficiency=spec.efficiency())
-        results.append((spec, with_spec_limits(spec, report, cost.plan_result(*inputs, report))))
-    if as_json:
-        payload = [r.as_dict() for _, r in results]
-        click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))
-        return
-    texts = [render.evaluation_text(s.name, r, tokens=s.training.tokens) for s, r in results]
-    click.echo("\n\n".join(texts))
-
-
-@main.command()
-@json_option
-def catalog(as_json: bool) -> None:
-    """Built-in models and GPUs with their key figures."""
-    models, gpus = model_catalog(), gpu_catalog()
-    if as_json:
-        sources = {n: str(i.get("source", "")) for n, i in model_info().items()}
-        descriptions = {n: str(i.get("description", "")) for n, i in gpu_info().items()}
-        click.echo(render.to_json(render.catalog_json(
-            models, gpus, sources=sources, descriptions=descriptions)))
-        return
-    click.echo(render.catalog_text(models, gpus))
-
-
-main.add_command(studies)
-main.add_command(best)
-main.add_command(export)
-main.add_command(search.search)
-main.add_command(search.resume)
-main.add_command(worker.worker)
-main.add_command(report)
-main.add_command(explain)
-main.add_command(dashboard)
-main.add_command(calibrate.calibrate)
+    if "optuna" in sys.modules:  # the command's module uses it (imported on demand)
+        optuna = sys.modules["optuna"]
+        optuna.logging.set_verbosity(optuna.logging.INFO if debug else optuna.logging.WARNING)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import optuna
@@ -13,6 +14,7 @@ import optuna
 from search_spaces import load_spec
 from studies import best_results, load_study, open_storage, stored_spec
 
+from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signals
 from ..engine.samplers import SAMPLERS
 from ..engine.search import SearchOptions, continue_study, run_search, summary
 from ..views import studies as studies_view
@@ -27,7 +29,26 @@ from .options import (
 )
 from .paths import storage_for
 
-__all__ = ["resume", "search"]
+__all__ = ["resume", "run_stoppable", "search"]
+
+T = TypeVar("T")
+
+
+def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) -> str:
+    """'study NAME: ...': how it was searched, what it evaluated, and whether it is optimal."""
+    name, used = out["study"], out.get("sampler")
+    if out.get("optimal"):
+        chosen = " (auto)" if out.get("requested_sampler") == "auto" else ""
+        return (f"study {name}: exhaustive sweep{chosen}, {out['evaluated']:,} plans evaluated,"
+                f" {out.get('feasible_plans', 0):,} feasible: optimal ({seconds:.1f} s)")
+    how = f" with {used}" if used else ""
+    if used and auto:
+        more = "" if auto["counted_all"] else "more than "
+        how += (f" (auto: sweeping {more}{auto['plans']:,} plans at "
+                f"{auto['plans_per_s']:,.0f} plans/s takes {more}{auto['estimate_s']:,.0f} s, "
+                f"over the {auto['budget_s']:g} s budget)")
+    evaluated = f", {out['evaluated']:,} plans evaluated" if out.get("evaluated") else ""
+    return f"study {name}: {out['trials']} completed trials{how}{evaluated} ({seconds:.1f} s)"
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:
@@ -37,10 +58,9 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
         return
     best = best_results(study, top=top)
     pareto = len(study.directions) > 1
-    extra = (f", {out['evaluated']:,} plans evaluated, {out['feasible_plans']:,} feasible"
-             if "evaluated" in out else "")
-    click.echo(f"study {out['study']}: {out['trials']} completed trials{extra} "
-               f"({seconds:.1f} s)\n")
+    auto = study.user_attrs.get("search", {}).get("auto")
+    click.echo(_headline(out, seconds, auto if out.get("requested_sampler") == "auto" else None)
+               + "\n")
     if not out["trials"]:
         click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
                    f"machine) or `tuner resume {out['study']}` runs them")
@@ -54,8 +74,20 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
         click.echo(render.evaluation_text(out["study"], best[0].result, tokens=tokens))
 
 
-def _options(as_json: bool, **given: Any) -> SearchOptions:
-    return SearchOptions(progress=not as_json and sys.stderr.isatty(), **given)
+def _options(as_json: bool, stop: Stop, **given: Any) -> SearchOptions:
+    return SearchOptions(progress=not as_json and sys.stderr.isatty(), stop=stop,
+                         notify=lambda line: click.echo(line, err=True), **given)
+
+
+def run_stoppable(work: Callable[[Stop], T]) -> T:
+    """Run `work` with Ctrl-C and SIGTERM routed to a stop request; an interrupted search
+    prints one line (what is stored, how to go on) and exits with 130."""
+    with handle_signals(Stop()) as stop:
+        try:
+            return work(stop)
+        except Interrupted as err:
+            click.echo(err.line, err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 @click.command()
@@ -81,10 +113,12 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
     check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
                         sweep_inner=sweep_inner)
     started = time.perf_counter()
-    store = open_storage(storage_for(storage, study=spec.name), heartbeat_interval_s=heartbeat)
-    options = _options(as_json, sampler=sampler, trials=trials, seed=seed, timeout=timeout,
-                       sweep_inner=sweep_inner)
-    study = run_search(spec, Path(spec_path).read_text(encoding="utf-8"), store, options)
+    url = storage_for(storage, study=spec.name)
+    text = Path(spec_path).read_text(encoding="utf-8")
+    study = run_stoppable(lambda stop: run_search(  # the storage opens beside the sweep
+        spec, text, lambda: open_storage(url, heartbeat_interval_s=heartbeat), _options(
+        as_json, stop, sampler=sampler, trials=trials, seed=seed, timeout=timeout,
+        sweep_inner=sweep_inner)))
     _report(study, time.perf_counter() - started, as_json, top)
 
 
@@ -101,5 +135,6 @@ def resume(name: str, timeout: float | None, top: int, storage: str | None, hear
     started = time.perf_counter()
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
                          create=False)
-    study = continue_study(load_study(store, name), _options(as_json, timeout=timeout))
+    study = load_study(store, name)
+    run_stoppable(lambda stop: continue_study(study, _options(as_json, stop, timeout=timeout)))
     _report(study, time.perf_counter() - started, as_json, top)

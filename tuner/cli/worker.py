@@ -7,13 +7,13 @@ import time
 
 import click
 
-from studies import load_study, open_storage, stored_spec, target_trials
+from studies import load_study, open_storage, target_trials
 
-from ..engine.samplers import make_sampler
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
 from .options import heartbeat_option, json_option, storage_option, timeout_option
 from .paths import storage_for
+from .search import run_stoppable
 
 __all__ = ["worker"]
 
@@ -31,10 +31,9 @@ def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
                          create=False)
     study = load_study(store, name)
-    spec = stored_spec(study)
-    study.sampler = make_sampler(spec.search.sampler, seed=None,  # unseeded: workers differ
-                                 objectives=len(spec.objective))
-    continue_study(study, SearchOptions(timeout=timeout))
+    run_stoppable(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
+        timeout=timeout, stop=stop, worker=True,  # unseeded: workers propose different plans
+        notify=lambda line: click.echo(line, err=True))))
     out = {**summary(study), "target": target_trials(study)}
     if as_json:
         click.echo(render.to_json(out))

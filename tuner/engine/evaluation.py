@@ -8,23 +8,45 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, CostReport, Efficiency, Plan, PlanResult, evaluate, plan_result
-from search_spaces import CLUSTER_KNOBS, Space
+from cost import (
+    ClusterSpec,
+    CostReport,
+    Efficiency,
+    Plan,
+    PlanResult,
+    evaluate,
+    evaluate_grid,
+    plan_result,
+)
+from search_spaces import CLUSTER_KNOBS, GPUSection, Space
+from search_spaces.grid import PlanGrid
 
 from .limits import limit_messages
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
-           "one_plan", "result_of"]
+           "flat_scores", "label", "one_plan", "result_of"]
+
+
+def label(value: Any) -> Any:
+    """A value Optuna can store as a categorical choice (custom GPUs by name)."""
+    return value.name if isinstance(value, GPUSection) else value
 
 
 @dataclass(frozen=True)
 class Evaluated:
-    """One vectorised chunk: its plans, their report and their scores."""
+    """One grid of plans (search_spaces.grid.PlanGrid), its report (arrays broadcast to the
+    grid's shape) and its scores, flat: plan i of the grid is row i (np.ravel order)."""
 
-    plans: Plan
+    grid: PlanGrid
     report: CostReport
     scores: Scores
+    valid: np.ndarray  # flat: structurally valid (all True but for rules of grid knobs)
+
+    @property
+    def plans(self) -> Plan:
+        """The grid's plans as a flat Plan, in the order of the scores."""
+        return self.grid.flat_plan(np.arange(self.grid.size))
 
 
 @dataclass(frozen=True)
@@ -52,12 +74,21 @@ def cluster_values(space: Space, chosen: Mapping[str, Any]) -> dict[str, Any]:
 
 def evaluate_chunks(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any],
                     efficiency: Efficiency | None = None) -> Iterator[Evaluated]:
-    """The cost model and the scores on every valid plan of `cluster` with `fixed` knobs."""
+    """The cost model and the scores on every valid plan of `cluster` with `fixed` knobs,
+    grid by grid (cost.evaluate_grid)."""
     eff = space.efficiency if efficiency is None else efficiency
-    for plans in space.plans(cluster, fixed):
-        report = evaluate(space.model, cluster, space.training, plans, efficiency=eff)
-        yield Evaluated(plans, report, score(report, space.spec.objective,
-                                             space.spec.constraints))
+    for grid in space.grids(cluster, fixed):
+        report = evaluate_grid(space.model, cluster, space.training, grid.plan(), efficiency=eff)
+        yield Evaluated(grid, report, flat_scores(score(report, space.spec.objective,
+                                                        space.spec.constraints)),
+                        np.broadcast_to(report.valid, grid.shape).ravel())
+
+
+def flat_scores(scores: Scores) -> Scores:
+    """Scores of a grid (arrays of the grid's shape) as one row per plan."""
+    k = scores.objectives.shape[-1]
+    return Scores(objectives=scores.objectives.reshape(-1, k),
+                  constraints={n: np.ravel(v) for n, v in scores.constraints.items()})
 
 
 def one_plan(plans: Plan, i: int) -> Plan:
@@ -73,13 +104,19 @@ def best_plan(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any]) -> C
     picks: list[Candidate] = []
     evaluated = feasible = 0
     for chunk in evaluate_chunks(space, cluster, fixed):
-        i = best_index(chunk.scores, directions)
-        evaluated += int(chunk.scores.objectives.shape[0])
-        feasible += int(np.count_nonzero(chunk.scores.feasible))
+        scores, rows = chunk.scores, np.flatnonzero(chunk.valid)
+        if len(rows) < chunk.grid.size:
+            scores = Scores(objectives=scores.objectives[rows],
+                            constraints={k: v[rows] for k, v in scores.constraints.items()})
+        if not len(rows):
+            continue
+        i = best_index(scores, directions)
+        evaluated += len(rows)
+        feasible += int(np.count_nonzero(scores.feasible))
         picks.append(Candidate(
-            cluster=cluster, plan=one_plan(chunk.plans, i),
-            objectives=tuple(float(x) for x in chunk.scores.objectives[i]),
-            constraints={k: float(v[i]) for k, v in chunk.scores.constraints.items()}))
+            cluster=cluster, plan=one_plan(chunk.grid.flat_plan(rows[i:i + 1]), 0),
+            objectives=tuple(float(x) for x in scores.objectives[i]),
+            constraints={k: float(v[i]) for k, v in scores.constraints.items()}))
     if not picks:
         return None
     stacked = Scores(objectives=np.array([p.objectives for p in picks]),

@@ -1,38 +1,50 @@
-"""Exhaustive search: every valid plan of every cluster, evaluated in vectorised chunks.
+"""Exhaustive search: every valid plan of every cluster, evaluated grid by grid.
 
-Records the best plans (top K, or the Pareto front of two objectives) as trials of the study,
-not a trial per plan, with the counts of plans evaluated and feasible as study attributes.
+The plans of clusters that share a GPU and pricing are evaluated together, as grids of valid
+layouts times every combination of the knobs no rule ties to the layout
+(search_spaces.grid, cost.evaluate_grid), so that each term of the model is computed once per
+distinct combination of the knobs it reads. Records the best plans (the TOP best, or the
+Pareto front of two objectives) as trials of the study, not a trial per plan, with the counts
+of plans evaluated and feasible as study attributes.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import optuna
-from optuna.distributions import CategoricalDistribution
 
+from cost import PlanRecord, evaluate_grid
 from cost.codec import encode
-from search_spaces import Space, SpecError
-from studies import RESULT_ATTR
+from search_spaces import Space
+from search_spaces.grid import ClusterGrid
 
-from .evaluation import Candidate, evaluate_chunks, one_plan, result_of
-from .objective import label
-from .scoring import DIRECTIONS
+from .evaluation import Candidate, label
+from .interrupt import Stop
+from .scoring import DIRECTIONS, score
 
-__all__ = ["SweepSummary", "pareto_mask", "sweep", "write_sweep"]
+__all__ = ["TOP", "SweepSummary", "pareto_mask", "sweep"]
 
-TOP = 10
+TOP = 64
+"""Plans a single-objective sweep keeps before equal results are grouped."""
+GROUPS = 10
+"""Distinct results a single-objective sweep stores (as many trials), each with the other
+plans of the same result (equivalent layouts) listed on its trial."""
 
 
 @dataclass(frozen=True)
 class SweepSummary:
-    best: list[tuple[Candidate, dict[str, Any]]]  # candidate and its knob values
+    """The best plans (candidate and its searched knobs' values), the plans evaluated and
+    feasible, the seconds it took, and whether it saw the whole space (False: stopped)."""
+
+    best: list[tuple[Candidate, dict[str, Any]]]
     evaluated: int
     feasible: int
     seconds: float
+    complete: bool = True
 
 
 def pareto_mask(points: np.ndarray) -> np.ndarray:
@@ -49,78 +61,132 @@ def pareto_mask(points: np.ndarray) -> np.ndarray:
     return mask
 
 
-def _keep(pool: list[tuple[np.ndarray, Candidate, dict[str, Any]]], two: bool
-          ) -> list[tuple[np.ndarray, Candidate, dict[str, Any]]]:
-    """The best TOP of the pool (single objective) or its Pareto front (two)."""
-    if not pool:
-        return pool
-    keys = np.array([p[0] for p in pool])
-    if two:
-        return [p for p, k in zip(pool, pareto_mask(keys), strict=True) if k]
-    return [pool[i] for i in np.argsort(keys[:, 0], kind="stable")[:TOP]]
+class _Best:
+    """The running best of a sweep: the TOP smallest keys (one objective), or the Pareto front
+    (two), keys being objective values signed so that smaller is better. Earlier plans win
+    ties, as in one stable sort of every plan."""
+
+    def __init__(self, objectives: int) -> None:
+        self.two = objectives == 2
+        self.keys = np.zeros((0, objectives))
+        self.items: list[Any] = []
+
+    def candidates(self, keys: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+        """Flat indices of the plans of a grid that may enter (keys: (n, objectives))."""
+        ok = feasible
+        if self.two and len(self.keys):
+            ok = ok & ~_dominated(self.keys, keys)
+        elif not self.two and len(self.keys) >= TOP:
+            ok = ok & (keys[:, 0] < self.keys[-1, 0])
+        idx = np.flatnonzero(ok)
+        if self.two:
+            idx = idx[pareto_mask(keys[idx])]
+        elif len(idx) > TOP:
+            idx = idx[np.argsort(keys[idx, 0], kind="stable")[:TOP]]
+        return idx
+
+    def add(self, keys: np.ndarray, items: list[Any]) -> None:
+        """Merge new entries (their keys and what to keep of each)."""
+        pool_keys = np.concatenate([self.keys, keys])
+        pool = self.items + items
+        if self.two:
+            keep = np.flatnonzero(pareto_mask(pool_keys))
+            keep = keep[np.lexsort((pool_keys[keep, 1], pool_keys[keep, 0]))]
+        else:
+            keep = np.argsort(pool_keys[:, 0], kind="stable")[:TOP]
+        self.keys = pool_keys[keep]
+        self.items = [pool[i] for i in keep]
 
 
-def sweep(space: Space) -> SweepSummary:
-    """Evaluate the whole space; keep the best feasible plans."""
+def _dominated(front: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """True for the rows of `keys` that a point of `front` (sorted by its first column) weakly
+    dominates: the least second value among front points whose first is <= theirs."""
+    running = np.minimum.accumulate(front[:, 1])
+    j = np.searchsorted(front[:, 0], keys[:, 0], side="right")
+    return (j > 0) & (running[np.maximum(j - 1, 0)] <= keys[:, 1])
+
+
+def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = None,
+          stop: Stop | None = None, progress: Callable[[int], None] | None = None,
+          skip: Callable[[], bool] | None = None) -> SweepSummary:
+    """Evaluate every valid plan of the space (or of the given `combinations` of the cluster
+    knobs) and keep the best feasible ones. A stop request, or `skip()` turning True (the
+    result is not wanted after all), ends it early between grids (the summary says it is
+    incomplete); `progress` is told the plans of each grid done."""
     start = time.perf_counter()
     signs = np.array([-1.0 if DIRECTIONS[o] == "maximize" else 1.0
                       for o in space.spec.objective])
-    two = len(signs) == 2
-    pool: list[tuple[np.ndarray, Candidate, dict[str, Any]]] = []
+    best = _Best(len(signs))
     evaluated = feasible = 0
-    for values in space.cluster_combinations():
-        try:
-            cluster = space.cluster(values)
-        except SpecError:
-            continue
-        for chunk in evaluate_chunks(space, cluster, {}):
-            ok = chunk.scores.feasible
-            evaluated += ok.size
-            feasible += int(np.count_nonzero(ok))
-            keys = chunk.scores.objectives * signs
-            idx = np.flatnonzero(ok)
-            if two:
-                idx = idx[pareto_mask(keys[idx])]
-            else:
-                idx = idx[np.argsort(keys[idx, 0], kind="stable")[:TOP]]
-            for i in idx:
-                cand = Candidate(cluster=cluster, plan=one_plan(chunk.plans, int(i)),
-                                 objectives=tuple(float(x) for x in chunk.scores.objectives[i]),
-                                 constraints={k: float(v[i])
-                                              for k, v in chunk.scores.constraints.items()})
-                pool.append((keys[i], cand, _knobs(space, values, chunk.plans, int(i))))
-            pool = _keep(pool, two)
-    best = [(c, k) for _, c, k in pool]
-    return SweepSummary(best=best, evaluated=evaluated, feasible=feasible,
-                        seconds=time.perf_counter() - start)
+    for part in space.cluster_grids(combinations):
+        if (stop is not None and stop.requested) or (skip is not None and skip()):
+            return _summary(space, best, evaluated, feasible, start, complete=False)
+        report = evaluate_grid(space.model, part.cluster, space.training, part.grid.plan(),
+                               efficiency=space.efficiency)
+        scores = score(report, space.spec.objective, space.spec.constraints)
+        ok = np.broadcast_to(report.valid, part.grid.shape).ravel()
+        valid = np.count_nonzero(ok)
+        for limit in scores.constraints.values():  # feasible: every constraint value <= 0
+            ok = ok & (limit <= 0).ravel()
+        evaluated += int(valid)
+        feasible += int(np.count_nonzero(ok))
+        objectives = scores.objectives.reshape(-1, len(signs))
+        keys = objectives * signs
+        idx = best.candidates(keys, ok)
+        if len(idx):
+            constraints = {k: v.ravel()[idx] for k, v in scores.constraints.items()}
+            memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[
+                np.unravel_index(idx, part.grid.shape)]
+            items = [(part, int(i), objectives[i],
+                      {k: float(v[n]) for k, v in constraints.items()}, float(memory[n]))
+                     for n, i in enumerate(idx)]
+            best.add(keys[idx], items)
+        if progress is not None:
+            progress(part.grid.size)
+    return _summary(space, best, evaluated, feasible, start, complete=True)
 
 
-def _knobs(space: Space, values: dict[str, Any], plans: Any, i: int) -> dict[str, Any]:
-    """The searched knobs' user values of plan i (the trial's params)."""
+def _summary(space: Space, best: _Best, evaluated: int, feasible: int, start: float, *,
+             complete: bool) -> SweepSummary:
+    """The kept plans as candidates with their searched knobs' values; a plan whose objective
+    values and memory equal those of the plan before it is listed as its equivalent."""
+    groups: list[list[tuple[Candidate, dict[str, Any]]]] = []
+    last: tuple[Any, ...] = ()
+    for part, i, objectives, constraints, memory in best.items:
+        row = int(np.unravel_index(i, part.grid.shape)[0])
+        owner = int(part.owner[row])
+        plan = part.grid.flat_plan(np.array([i]))
+        scalar = type(plan)(**{k: float(np.ravel(getattr(plan, k))[0])
+                               for k in type(plan).__dataclass_fields__})
+        candidate = Candidate(cluster=part.clusters[owner], plan=scalar,
+                              objectives=tuple(float(x) for x in objectives),
+                              constraints=constraints)
+        entry = (candidate, _knobs(space, part, owner, scalar))
+        key, last = last, (candidate.objectives, memory)
+        if groups and key == last:
+            groups[-1].append(entry)
+        elif best.two or len(groups) < GROUPS:
+            groups.append([entry])
+        else:
+            break
+    out = []
+    for (candidate, knobs), *others in groups:
+        alike = [PlanRecord.of(c.plan, gpus=float(np.ravel(c.cluster.gpus)[0])).as_dict()
+                 for c, _ in others]
+        out.append((replace(candidate, extra={"equivalent": alike}) if alike else candidate,
+                    knobs))
+    return SweepSummary(best=out, evaluated=evaluated, feasible=feasible,
+                        seconds=time.perf_counter() - start, complete=complete)
+
+
+def _knobs(space: Space, part: ClusterGrid, owner: int, plan: Any) -> dict[str, Any]:
+    """The searched knobs' user values of one plan (the trial's params)."""
     out: dict[str, Any] = {}
     for name in space.searched:
         if name.startswith("cluster."):
-            out[name] = label(values[name[len("cluster."):]])
+            out[name] = label(part.values[owner][name[len("cluster."):]])
             continue
-        number = float(np.ravel(getattr(plans, name))[i])
+        number = float(getattr(plan, name))
         codes = encode(name, space.choices[name])
         out[name] = label(space.choices[name][int(np.flatnonzero(codes == number)[0])])
     return out
-
-
-def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> None:
-    """Add the sweep's best plans to the study as finished trials; counts as attributes."""
-    distributions = {k: CategoricalDistribution([label(v) for v in space.choices[k]])
-                     for k in space.searched}
-    for candidate, knobs in summary.best:
-        trial = optuna.trial.create_trial(
-            params=knobs, distributions={k: distributions[k] for k in knobs},
-            values=list(candidate.objectives),
-            user_attrs={RESULT_ATTR: result_of(space, candidate).as_dict(), "exhaustive": True},
-            system_attrs={f"constraints:{k}": v for k, v in candidate.constraints.items()},
-        )
-        study.add_trial(trial)
-    study.set_user_attr("evaluated", summary.evaluated)
-    study.set_user_attr("feasible_plans", summary.feasible)
-    study.set_user_attr("exhaustive_seconds", summary.seconds)
-

@@ -12,18 +12,14 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from search_spaces import INNER_KNOBS, OUTER_PLAN_KNOBS, GPUSection, Space, SpecError
+from search_spaces import INNER_KNOBS, OUTER_PLAN_KNOBS, Space, SpecError
 from studies import RESULT_ATTR
 
-from .evaluation import best_plan, cluster_values, result_of
+from .evaluation import best_plan, cluster_values, label, result_of
+from .interrupt import Stop
 from .scoring import DIRECTIONS
 
 __all__ = ["SWEEP_BUDGET", "PlanObjective", "label", "swept_knobs"]
-
-
-def label(value: Any) -> Any:
-    """A value Optuna can store as a categorical choice (custom GPUs by name)."""
-    return value.name if isinstance(value, GPUSection) else value
 
 
 @dataclass(frozen=True)
@@ -37,17 +33,20 @@ SWEEP_BUDGET = 50_000
 """Most plan combinations one trial sweeps (about 30 ms of cost model)."""
 
 
-def swept_knobs(space: Space, *, sweep_inner: bool) -> set[str]:
+def swept_knobs(space: Space, *, sweep_inner: bool, plans_per_cluster: int | None = None,
+                trial_plans: int = SWEEP_BUDGET) -> set[str]:
     """The knobs a trial sweeps instead of sampling: the cheap ones (INNER_KNOBS), and when
     the cluster itself is searched (co-design) also the layout (tp, pp, cp, dp), so that a
-    trial asks "how fast is this cluster at its best" while the plan space stays within
-    SWEEP_BUDGET combinations."""
+    trial asks "how fast is this cluster at its best", as long as one cluster's plans stay
+    within `trial_plans`: its valid plans when `plans_per_cluster` is known (counted by
+    `auto`), else every combination of the plan knobs' values."""
     if not sweep_inner:
         return set()
     swept = set(INNER_KNOBS)
     if any(k.startswith("cluster.") for k in space.searched):
-        layout = math.prod(len(space.choices[k]) for k in (*INNER_KNOBS, *OUTER_PLAN_KNOBS))
-        if layout <= SWEEP_BUDGET:
+        layout = plans_per_cluster if plans_per_cluster is not None else math.prod(
+            len(space.choices[k]) for k in (*INNER_KNOBS, *OUTER_PLAN_KNOBS))
+        if layout <= trial_plans:
             swept |= set(OUTER_PLAN_KNOBS)
     return swept
 
@@ -58,11 +57,14 @@ class PlanObjective:
     searched knob is sampled (one plan per trial). Plans proposed again are answered from a
     cache, never re-evaluated."""
 
-    def __init__(self, space: Space, *, sweep_inner: bool = True) -> None:
+    def __init__(self, space: Space, *, sweep_inner: bool = True,
+                 swept: Iterable[str] | None = None, stop: Stop | None = None) -> None:
         self.space = space
         self.directions = [DIRECTIONS[o] for o in space.spec.objective]
-        swept = swept_knobs(space, sweep_inner=sweep_inner)
+        swept = set(swept_knobs(space, sweep_inner=sweep_inner) if swept is None else swept)
         self.knobs = [k for k in space.searched if k not in swept]
+        self.stop = stop
+        self.running: int | None = None  # the number of the trial being evaluated
         self._labels = {k: {label(v): v for v in space.choices[k]} for k in self.knobs}
         self._cache: dict[tuple[Any, ...], _Outcome | str] = {}
         self.evaluations = 0
@@ -76,11 +78,17 @@ class PlanObjective:
                                             dict(t.user_attrs))
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
+        self.running = trial.number
         params = {k: trial.suggest_categorical(k, list(self._labels[k])) for k in self.knobs}
         key = tuple(params.values())
         outcome = self._cache.get(key)
         if outcome is None:
-            outcome = self._evaluate({k: self._labels[k][v] for k, v in params.items()})
+            chosen = {k: self._labels[k][v] for k, v in params.items()}
+            if self.stop is None:
+                outcome = self._evaluate(chosen)
+            else:  # a signal stops the evaluation at once (never a storage call)
+                with self.stop.interruptible():
+                    outcome = self._evaluate(chosen)
             self._cache[key] = outcome
         else:
             trial.set_user_attr("cached", True)
@@ -93,6 +101,8 @@ class PlanObjective:
                 trial.set_constraint(name, value)
         for name, value in outcome.attrs.items():
             trial.set_user_attr(name, value)
+        if self.stop is not None:  # stopped while this trial ran: it goes back to the queue
+            self.stop.check()
         return outcome.values[0] if len(outcome.values) == 1 else outcome.values
 
     def _evaluate(self, chosen: dict[str, Any]) -> _Outcome | str:

@@ -10,13 +10,14 @@ from search_spaces import SpecError
 
 __all__ = ["SAMPLERS", "make_sampler"]
 
-SAMPLERS = ("tpe", "nsga2", "gp", "random", "exhaustive")
+SAMPLERS = ("auto", "tpe", "nsga2", "gp", "random", "exhaustive")
 
 
 def make_sampler(name: str, *, seed: int | None, objectives: int) -> optuna.samplers.BaseSampler:
     """TPE (multivariate, with the constant liar so that parallel workers spread out), NSGA-II,
-    Gaussian-process BO (needs PyTorch) or random. `exhaustive` sweeps instead of sampling;
-    its study still gets a random sampler for later workers."""
+    Gaussian-process BO (needs PyTorch) or random. `exhaustive` sweeps instead of sampling
+    (and `auto` resolves to it or to an Optuna sampler, tuner.engine.auto): they get a
+    random sampler, which nothing asks."""
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True,
                                           n_startup_trials=10)
@@ -28,7 +29,7 @@ def make_sampler(name: str, *, seed: int | None, objectives: int) -> optuna.samp
             raise SpecError("the gp sampler needs PyTorch: pip install torch, or choose "
                             "tpe, nsga2 or random", field="search.sampler")
         return optuna.samplers.GPSampler(seed=seed)
-    if name in ("random", "exhaustive"):
+    if name in ("random", "exhaustive", "auto"):
         return optuna.samplers.RandomSampler(seed=seed)
     raise SpecError(f"unknown sampler {name!r}; choose one of {', '.join(SAMPLERS)}",
                     field="search.sampler")

@@ -8,8 +8,7 @@ import numpy as np
 
 from search_spaces import CLUSTER_KNOBS, Space, SpecError
 
-from .evaluation import best_plan
-from .objective import label
+from .evaluation import best_plan, label
 
 __all__ = ["warm_start_params"]
 

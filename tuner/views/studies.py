@@ -52,8 +52,22 @@ def cluster_summary(cluster: ClusterSummary) -> str:
             + (" spot" if cluster.pricing == "spot" else ""))
 
 
+def _with_equivalents(result: TrialResult) -> str:
+    """The plan, and what the first equivalent plan changes: '... (or recompute=selective;
+    2 more equivalent)'."""
+    text = plan_summary(result.result.plan)
+    if not result.equivalents:
+        return text
+    mine = result.result.plan.as_dict()
+    theirs = result.equivalents[0].as_dict()
+    change = " ".join(f"{k}={v}" for k, v in theirs.items() if mine.get(k) != v)
+    more = len(result.equivalents) - 1
+    return f"{text} (or {change or 'the same plan'}" + (f"; {more} more equivalent)"
+                                                        if more else ")")
+
+
 _BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
-    ("plan", lambda r: plan_summary(r.result.plan)),
+    ("plan", _with_equivalents),
     ("cluster", lambda r: cluster_summary(r.result.cluster)),
     ("trial", lambda r: str(r.trial)),
     ("step s", lambda r: _number(r.result.step_time_s, ".3f")),

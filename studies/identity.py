@@ -1,0 +1,126 @@
+"""What a study answers: the whole resolved problem, so that a study is continued only with the
+problem it was made for.
+
+The identity of a study is its spec (less `name` and `search`, which do not change the problem),
+the catalog values the spec resolves to (the GPUs a name stands for: the models are already
+resolved in the spec), the calibration profile's contents (the efficiency the model runs with,
+not the file's name) and the cost model's version, which changes whenever the code of `cost/`
+does (a digest of its syntax trees without docstrings: a comment or a docstring does not move
+it, any change of a formula does).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import cost
+from search_spaces import StudySpec, gpu_catalog, is_choice
+
+__all__ = ["cost_model_version", "problem", "problem_differences", "problem_digest"]
+
+_NOT_THE_PROBLEM = {"name", "search"}
+_SHOWN = 3
+
+
+@functools.cache
+def cost_model_version() -> str:
+    """`COST_MODEL_VERSION+<12 hex>`: the digest of every module of the `cost` package as
+    parsed code (ast.dump without docstrings), in file-name order."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(cost.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            _drop_docstring(node)
+        digest.update(path.name.encode())
+        digest.update(ast.dump(tree).encode())
+    return f"{cost.COST_MODEL_VERSION}+{digest.hexdigest()[:12]}"
+
+
+def _drop_docstring(node: ast.AST) -> None:
+    body = getattr(node, "body", None)
+    if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+            or not body:
+        return
+    first = body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+            and isinstance(first.value.value, str):
+        node.body = body[1:] or [ast.Pass()]
+
+
+def _gpu_names(spec: StudySpec) -> list[str]:
+    """The catalog GPUs the spec names (custom GPUs are in the spec itself)."""
+    value = spec.cluster.gpu
+    values = value.values() if is_choice(value) else (value,)  # type: ignore[union-attr]
+    return sorted({v for v in values if isinstance(v, str)})
+
+
+def _catalog(spec: StudySpec) -> dict[str, Any]:
+    gpus = {}
+    for name in _gpu_names(spec):
+        entry = dataclasses.asdict(gpu_catalog()[name])
+        entry.pop("sources", None)  # citations do not change a number
+        gpus[name] = entry
+    return {"gpus": gpus}
+
+
+def problem(spec: StudySpec) -> dict[str, Any]:
+    """The resolved problem as builtin types: spec, catalog, calibration, cost model."""
+    return json.loads(json.dumps({
+        "spec": spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM),
+        "catalog": _catalog(spec),
+        "calibration": spec.efficiency().as_dict(),
+        "cost_model": cost_model_version(),
+    }, sort_keys=True, default=str))
+
+
+def problem_digest(resolved: dict[str, Any]) -> str:
+    """sha256 (hex) of the canonical JSON of a resolved problem."""
+    return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()
+
+
+def _as_written(value: Any) -> Any:
+    """A list choice as the user writes it: [1, 2], not {"options": [1, 2]}."""
+    if isinstance(value, dict) and set(value) == {"options"}:
+        return value["options"]
+    return value
+
+
+def _leaves(stored: Any, now: Any, path: str = "") -> list[str]:
+    """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs."""
+    stored, now = _as_written(stored), _as_written(now)
+    if isinstance(stored, dict) and isinstance(now, dict):
+        found: list[str] = []
+        for key in sorted(set(stored) | set(now)):
+            where = f"{path}.{key}" if path else str(key)
+            found += _leaves(stored.get(key), now.get(key), where)
+        return found
+    if stored == now:
+        return []
+    return [f"{path} differs: stored {json.dumps(stored)}, now {json.dumps(now)}"]
+
+
+_WHAT = {"spec": "", "catalog": "the catalog's ", "calibration": "the calibration profile's ",
+         "cost_model": "the cost model's code changed: version "}
+
+
+def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
+    """What differs between two resolved problems, in a few words: the first differing
+    fields of the spec, the catalog entries, the calibration and the cost-model version."""
+    found = []
+    for part, prefix in _WHAT.items():
+        if part == "cost_model":
+            if stored.get(part) != now.get(part):
+                found.append(f"{prefix}{stored.get(part)} -> {now.get(part)}")
+            continue
+        found += [prefix + line for line in _leaves(stored.get(part), now.get(part))]
+    shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
+    if len(found) > _SHOWN:
+        shown += f" (and {len(found) - _SHOWN} more)"
+    return shown
+

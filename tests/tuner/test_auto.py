@@ -1,0 +1,53 @@
+"""`sampler: auto`: the plans of a space counted without building them, the sweep chosen when
+its estimated time fits the budget and Optuna (TPE, each trial sweeping what fits) otherwise;
+what was chosen is reported and stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import optuna
+from click.testing import CliRunner
+
+from tuner.cli import main
+from tuner.engine.auto import choose, count_plans, measure_rate
+
+from .specs import space, tiny, write
+
+CODESIGN = tiny("auto-codesign", cluster={"gpu": ["a100-80gb", "h100-80gb"], "nodes": [1, 2],
+                                          "gpus_per_node": 8},
+                objective=["time_to_train", "cost"],
+                search={"trials": 6, "seed": 0, "exhaustive_budget": 1e-6})
+
+
+def test_the_count_is_the_spaces_valid_plans() -> None:
+    small = space(CODESIGN)
+    plans, counted_all, most = count_plans(small)
+    assert counted_all and plans == small.count() and 0 < most <= plans
+    partial, complete, _ = count_plans(small, limit=1)
+    assert not complete and 1 < partial <= plans
+
+
+def test_auto_sweeps_within_the_budget_and_samples_beyond_it() -> None:
+    small = space(CODESIGN)
+    assert measure_rate(small) > 0
+    assert choose(small, budget_s=60.0).sampler == "exhaustive"
+    beyond = choose(small, budget_s=1e-6)
+    assert beyond.sampler == "tpe" and beyond.estimate_s > beyond.budget_s
+
+
+def test_a_space_over_budget_runs_tpe_sweeping_each_clusters_plans(tmp_path: Path) -> None:
+    path = write(tmp_path, CODESIGN)
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    result = CliRunner().invoke(main, ["search", str(path), "--storage", url, "--json"])
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["sampler"] == "tpe" and out["requested_sampler"] == "auto"
+    assert out["optimal"] is False and out["trials"] == 6 and out["evaluated"] > 0
+    assert result.stderr == ""  # no progress bar off a terminal
+    settings = optuna.load_study(study_name="auto-codesign", storage=url).user_attrs["search"]
+    assert {"tp", "pp", "micro_batch"} <= set(settings["swept"])  # a trial: one cluster
+    assert settings["auto"]["sampler"] == "tpe"
+    text = CliRunner().invoke(main, ["search", str(path), "--storage", url, "--trials", "1"])
+    assert "with tpe (auto: sweeping" in text.stdout.splitlines()[0]

@@ -1,0 +1,237 @@
+"""`tuner plan NAME --as spec|megatron|nemo|torchtitan`: every option name written is one the
+framework documents (lists below, each cited), the values are the plan's, and the spec format
+evaluates to the trial's own step time. `tuner explain NAME` explains the same plan."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cost import Offload, PlanRecord, Recompute, Sync
+from search_spaces import model_catalog
+from tuner.cli import main
+from tuner.export import megatron, nemo, torchtitan
+from tuner.export.launch import LaunchPlan
+
+from .specs import gpt3_narrow, write
+
+MEGATRON_FLAGS = {
+    # Megatron-LM megatron/training/arguments.py at core_v0.15.0, commit
+    # 0d7e02bd26d3eb347ad8d1bef625002babfa6df7:
+    # https://github.com/NVIDIA/Megatron-LM/blob/core_v0.15.0/megatron/training/arguments.py
+    "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+    "--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+    "--context-parallel-size", "--sequence-parallel", "--expert-model-parallel-size",
+    "--expert-tensor-parallel-size", "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split", "--micro-batch-size", "--global-batch-size",
+    "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
+    "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+    "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--tp-comm-overlap",
+    "--overlap-grad-reduce", "--overlap-param-gather", "--num-layers", "--hidden-size",
+    "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
+    "--num-query-groups", "--seq-length", "--max-position-embeddings", "--swiglu",
+    "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format",
+    # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
+    "--nnodes", "--nproc-per-node",
+}
+MEGATRON_CHOICES = {"--recompute-granularity": {"full", "selective"},
+                    "--recompute-method": {"uniform", "block"},
+                    "--data-parallel-sharding-strategy": {"no_shard", "optim", "optim_grads",
+                                                          "optim_grads_params"},
+                    "--fp8-format": {"e4m3", "hybrid"}}
+
+NEMO_ATTRIBUTES = {
+    # NeMo v2.4.0, commit 2381f42f6979449b5b99538f8f80135831009b51: nl.Trainer (num_nodes,
+    # devices) and MegatronStrategy's arguments,
+    # nemo/lightning/pytorch/strategies/megatron_strategy.py; MockDataModule's
+    # micro_batch_size, global_batch_size, seq_length as nemo/collections/llm/recipes set them.
+    "recipe.trainer.num_nodes", "recipe.trainer.devices",
+    *(f"recipe.trainer.strategy.{a}" for a in (
+        "tensor_model_parallel_size", "pipeline_model_parallel_size",
+        "virtual_pipeline_model_parallel_size", "context_parallel_size", "sequence_parallel",
+        "expert_model_parallel_size", "expert_tensor_parallel_size",
+        "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
+        "fsdp")),
+    "recipe.data.micro_batch_size", "recipe.data.global_batch_size", "recipe.data.seq_length",
+    # Megatron Core (core_v0.15.0) configs the recipe holds: TransformerConfig
+    # (recipe.model.config), OptimizerConfig (recipe.optim.config),
+    # DistributedDataParallelConfig (recipe.trainer.strategy.ddp)
+    "recipe.model.config.recompute_granularity", "recipe.model.config.recompute_method",
+    "recipe.model.config.recompute_num_layers", "recipe.optim.config.use_distributed_optimizer",
+    "recipe.optim.config.optimizer_cpu_offload", "recipe.optim.config.optimizer_offload_fraction",
+    "recipe.trainer.strategy.ddp.data_parallel_sharding_strategy",
+    "recipe.trainer.strategy.ddp.overlap_grad_reduce",
+    "recipe.trainer.strategy.ddp.overlap_param_gather",
+}
+
+TORCHTITAN_KEYS = {
+    # torchtitan v0.2.2 torchtitan/config/job_config.py, commit
+    # 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce (classes Training, Parallelism,
+    # ActivationCheckpoint)
+    "training": {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
+                 "enable_cpu_offload"},
+    "parallelism": {"data_parallel_replicate_degree", "data_parallel_shard_degree",
+                    "fsdp_reshard_after_forward", "tensor_parallel_degree",
+                    "pipeline_parallel_degree", "pipeline_parallel_schedule",
+                    "pipeline_parallel_layers_per_stage",
+                    "pipeline_parallel_first_stage_less_layers",
+                    "pipeline_parallel_last_stage_less_layers",
+                    "pipeline_parallel_microbatch_size", "context_parallel_degree",
+                    "expert_parallel_degree", "expert_tensor_parallel_degree"},
+    "activation_checkpoint": {"mode", "selective_ac_option"},
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MoEPlan(PlanRecord):
+    """A plan record with expert degrees, as the MoE work adds them."""
+
+    ep: int = 1
+    etp: int = 1
+
+
+def _launch(plan: PlanRecord, *, model: str = "llama3-70b", precision: str = "bf16"
+            ) -> LaunchPlan:
+    return LaunchPlan(title="t", model=model_catalog()[model], plan=plan, result=None,  # type: ignore[arg-type]
+                      nodes=32, gpus_per_node=8, global_batch=1024, precision=precision,
+                      tp_overlap=plan.sequence_parallel, dp_overlap=True)
+
+
+def _plans() -> list[PlanRecord]:
+    """Plans that exercise every mapping: recompute, ZeRO, offload, interleaving (even and
+    with the embedding-and-loss split), sync, context and expert parallelism."""
+    out: list[PlanRecord] = []
+    for recompute, zero, offload, vs in itertools.product(
+            Recompute, (0, 1, 2, 3), Offload, (1, 2, 5)):
+        out.append(PlanRecord(tp=8, pp=4, dp=8, virtual_stages=vs, micro_batch=2,
+                              recompute=recompute, sequence_parallel=True, zero=zero,
+                              offload=offload))
+    out.append(PlanRecord(tp=8, pp=16, dp=2, micro_batch=1, sync=Sync.RING))
+    out.append(PlanRecord(tp=2, pp=1, dp=64, cp=2, micro_batch=1, sync=Sync.DIRECT))
+    out.append(MoEPlan(tp=4, pp=2, dp=32, ep=8, etp=2, micro_batch=1))
+    return out
+
+
+def _megatron_names(text: str) -> list[str]:
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    return re.findall(r"(--[a-z0-9-]+)", " ".join(body))
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_megatron_writes_only_documented_flags(precision: str) -> None:
+    for plan in _plans():
+        items, _ = megatron.flags(_launch(plan, precision=precision))
+        names = [x for x in items if x.startswith("--")]
+        assert set(names) <= MEGATRON_FLAGS, set(names) - MEGATRON_FLAGS
+        for flag, allowed in MEGATRON_CHOICES.items():
+            if flag in items:
+                assert items[items.index(flag) + 1] in allowed
+        text = megatron.render(_launch(plan, precision=precision))
+        assert set(_megatron_names(text)) <= MEGATRON_FLAGS
+        assert items[items.index("--tensor-model-parallel-size") + 1] == str(plan.tp)
+
+
+def test_megatron_writes_expert_degrees_when_the_plan_has_them() -> None:
+    moe = _plans()[-1]
+    items, _ = megatron.flags(_launch(moe))
+    assert items[items.index("--expert-model-parallel-size") + 1] == "8"
+    assert items[items.index("--expert-tensor-parallel-size") + 1] == "2"
+    plain, _ = megatron.flags(_launch(_plans()[0]))
+    assert "--expert-model-parallel-size" not in plain
+
+
+def test_megatron_states_the_embedding_and_loss_split() -> None:
+    split = _launch(_plans()[-3], model="llama3-405b")  # 126 layers + 2 on 16 stages
+    items, notes = megatron.flags(split)
+    assert "--account-for-loss-in-pipeline-split" in items
+    assert any("NCCL_ALGO=Ring" in n for n in notes)
+
+
+def test_nemo_writes_only_documented_attributes_as_python() -> None:
+    for plan in _plans():
+        pairs, _ = nemo.assignments(_launch(plan))
+        names = {name for name, _ in pairs}
+        assert names <= NEMO_ATTRIBUTES, names - NEMO_ATTRIBUTES
+        text = nemo.render(_launch(plan))
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                compile(line, "<nemo>", "exec")  # valid Python assignments
+        values = dict(pairs)
+        assert values["recipe.trainer.strategy.tensor_model_parallel_size"] == plan.tp
+        assert values["recipe.data.micro_batch_size"] == plan.micro_batch
+
+
+def test_torchtitan_writes_documented_keys_as_toml() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    for plan in _plans():
+        parsed = tomllib.loads(torchtitan.render(_launch(plan)))
+        assert set(parsed) <= set(TORCHTITAN_KEYS)
+        for section, keys in parsed.items():
+            assert set(keys) <= TORCHTITAN_KEYS[section], set(keys) - TORCHTITAN_KEYS[section]
+        par = parsed["parallelism"]
+        assert par["tensor_parallel_degree"] == plan.tp
+        dp = par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"]
+        assert dp == plan.dp
+        assert parsed["activation_checkpoint"]["mode"] == plan.recompute.value
+        if isinstance(plan, MoEPlan):
+            assert par["expert_parallel_degree"] == 8
+
+
+def _study(tmp_path: Path) -> tuple[str, str]:
+    path = write(tmp_path, gpt3_narrow(name="export", virtual_stages=[1, 2], zero=[0, 1, 3]))
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    run = CliRunner().invoke(main, ["search", str(path), "--sampler", "exhaustive",
+                                    "--storage", url, "--json"])
+    assert run.exit_code == 0, run.stderr
+    return url, str(path)
+
+
+def _cli(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_the_spec_format_evaluates_to_the_trials_step_time(tmp_path: Path) -> None:
+    url, _ = _study(tmp_path)
+    best = json.loads(_cli("best", "export", "--storage", url, "--json"))["best"][0]
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(_cli("plan", "export", "--as", "spec", "--storage", url),
+                     encoding="utf-8")
+    evaluated = json.loads(_cli("evaluate", str(fixed), "--json"))
+    assert evaluated["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
+    assert evaluated["plan"] == best["plan"]
+    second = json.loads(_cli("best", "export", "--top", "2", "--storage", url, "--json"))
+    number = second["best"][1]["trial"]
+    other = _cli("plan", "export", "--trial", str(number), "--as", "megatron", "--storage", url)
+    assert f"trial {number}" in other and "--tensor-model-parallel-size" in other
+
+
+def test_explain_a_study_explains_its_best_plan(tmp_path: Path) -> None:
+    url, _ = _study(tmp_path)
+    best = json.loads(_cli("best", "export", "--storage", url, "--json"))["best"][0]
+    out = json.loads(_cli("explain", "export", "--storage", url, "--json"))
+    assert out["plan"] == best["plan"]
+    assert out["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
+    missing = CliRunner().invoke(main, ["explain", "export", "--trial", "999", "--storage", url])
+    assert missing.exit_code == 2 and "trial 999 has no result" in missing.stderr
+
+
+def test_a_layers_model_has_only_the_spec_format(tmp_path: Path) -> None:
+    data = {"name": "cnn", "model": "resnet-50",
+            "training": {"global_batch": 256, "precision": "fp32"},
+            "cluster": {"gpu": "v100-32gb", "nodes": [1, 2], "gpus_per_node": 8},
+            "search": {"sampler": "exhaustive"}}
+    path = write(tmp_path, data)
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    _cli("search", str(path), "--storage", url)
+    refused = CliRunner().invoke(main, ["plan", "cnn", "--as", "megatron", "--storage", url])
+    assert refused.exit_code == 2 and "use --as spec" in refused.stderr
+    assert "model: resnet-50" in _cli("plan", "cnn", "--storage", url)

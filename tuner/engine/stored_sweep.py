@@ -1,0 +1,61 @@
+"""An exhaustive sweep kept in its study: the best plans as finished trials (not a trial per
+plan), the counts of plans evaluated and feasible, and a mark that the study's problem was
+swept, so that running the same search again adds nothing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import optuna
+from optuna.distributions import CategoricalDistribution
+
+from search_spaces import Space
+from studies import (
+    EQUIVALENT_ATTR,
+    RESULT_ATTR,
+    complete_count,
+    set_target_trials,
+    store_swept,
+)
+
+from .evaluation import label, result_of
+from .exhaustive import SweepSummary
+
+__all__ = ["EXHAUSTIVE_ATTR", "write_sweep"]
+
+EXHAUSTIVE_ATTR = "exhaustive"
+"""The user attribute (True) of a trial that an exhaustive sweep stored."""
+
+
+def _key(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, default=str)
+
+
+def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> int:
+    """Add the sweep's best plans to the study as finished trials, leaving out those an
+    earlier sweep already stored; mark the problem as swept and make the trial target the
+    trials the study holds (so that `tuner resume` and workers have nothing left to run).
+    Returns the trials added."""
+    distributions = {k: CategoricalDistribution([label(v) for v in space.choices[k]])
+                     for k in space.searched}
+    stored = {_key(t.params) for t in study.get_trials(deepcopy=False)
+              if t.user_attrs.get(EXHAUSTIVE_ATTR)}
+    added = 0
+    for candidate, knobs in summary.best:
+        if _key(knobs) in stored:
+            continue
+        trial = optuna.trial.create_trial(
+            params=knobs, distributions={k: distributions[k] for k in knobs},
+            values=list(candidate.objectives),
+            user_attrs={RESULT_ATTR: result_of(space, candidate).as_dict(),
+                        EXHAUSTIVE_ATTR: True,
+                        EQUIVALENT_ATTR: list(candidate.extra.get("equivalent", []))},
+            system_attrs={f"constraints:{k}": v for k, v in candidate.constraints.items()},
+        )
+        study.add_trial(trial)
+        added += 1
+    store_swept(study, {"evaluated": summary.evaluated, "feasible_plans": summary.feasible,
+                        "seconds": summary.seconds, "stored_trials": len(summary.best)})
+    set_target_trials(study, complete_count(study))
+    return added

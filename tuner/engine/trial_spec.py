@@ -1,0 +1,103 @@
+"""One trial of a stored study as a fixed spec: the study's spec with the trial's plan and
+cluster written in, so that `tuner explain NAME` and `tuner plan NAME --as spec` show and
+export exactly the plan the study found (its best, or a trial the user names)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import TrialState
+
+from cost import PlanRecord, PlanResult
+from search_spaces import StudySpec, parse_spec
+from studies import best_results, result_of, stored_spec
+
+from ..errors import TunerError
+
+__all__ = ["ChosenPlan", "chosen_plan", "fixed_plan_values"]
+
+
+@dataclass(frozen=True)
+class ChosenPlan:
+    """A trial's plan: its number, stored result, the fixed spec's data (YAML-ready) and the
+    fixed spec itself (its file the study's, so that a relative calibration path holds)."""
+
+    trial: int
+    result: PlanResult
+    data: dict[str, Any]
+    spec: StudySpec
+
+
+def _trial(study: optuna.Study, number: int | None
+           ) -> tuple[optuna.trial.FrozenTrial, PlanResult]:
+    """The trial `number`, or the study's best (the first of a Pareto front)."""
+    if number is None:
+        best = best_results(study, top=1)
+        if not best:
+            raise TunerError(f"study '{study.study_name}' has no feasible plan yet; run more "
+                             f"trials (`tuner resume {study.study_name}`) or name one with "
+                             "--trial N (`tuner export` lists them)")
+        number = best[0].trial
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    trial = trials.get(number)
+    result = result_of(trial) if trial is not None else None
+    if trial is None or trial.state != TrialState.COMPLETE or result is None:
+        state = "no such trial" if trial is None else f"state {trial.state.name}"
+        raise TunerError(f"study '{study.study_name}' trial {number} has no result ({state}); "
+                         "choose a complete trial (`tuner export` lists them)")
+    return trial, result
+
+
+def fixed_plan_values(plan: PlanRecord, knobs: frozenset[str]) -> dict[str, Any]:
+    """The plan section of a fixed spec: every knob the workload uses (dp as the count it
+    resolves to), and any other knob that is not at its default; an unset sync and an unset
+    shard_group (0: every data-parallel rank) left out."""
+    values = plan.as_dict()
+    defaults = PlanRecord().as_dict()
+    out = {}
+    for name, value in values.items():
+        if name == "sync" and value == "auto":
+            continue
+        if name == "parameter_servers" and values.get("sync") != "parameter_server":
+            continue
+        if name == "shard_group" and not value:
+            continue
+        if name in knobs or value != defaults.get(name):
+            out[name] = value
+    return out
+
+
+def _cluster_value(spec: StudySpec, knob: str, label: Any) -> Any:
+    """The spec value a trial's cluster label stands for (a custom GPU's mapping by name)."""
+    if knob != "gpu":
+        return label
+    options = spec.cluster.gpu.values() if hasattr(spec.cluster.gpu, "values") else ()
+    for option in options:
+        if not isinstance(option, str) and getattr(option, "name", None) == label:
+            return option.model_dump(mode="json")
+    return label
+
+
+def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
+    """The study's best plan (or trial `number`'s) as a fixed spec."""
+    trial, result = _trial(study, number)
+    spec = stored_spec(study)
+    data = copy.deepcopy(yaml.safe_load(study.user_attrs["spec_text"]))
+    data["name"] = f"{study.study_name}-trial-{trial.number}"
+    data.pop("search", None)
+    cluster = data.setdefault("cluster", {})
+    for key, label in trial.params.items():
+        if not key.startswith("cluster."):
+            continue
+        knob = key[len("cluster."):]
+        if knob.startswith("expansion."):
+            cluster.setdefault("expansion", {})[knob.split(".", 1)[1]] = label
+        else:
+            cluster[knob] = _cluster_value(spec, knob, label)
+    data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs)
+    fixed = parse_spec(data, file=spec.file, name=data["name"])
+    return ChosenPlan(trial=trial.number, result=result, data=data, spec=fixed)

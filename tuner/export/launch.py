@@ -1,0 +1,81 @@
+"""What every framework format needs of a chosen plan: the model's shape, the plan's degrees
+(any degree field a plan record has: tp, pp, cp, and ep, etp where present), the cluster's
+size, the batch, the precision and the software features the model assumed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cost import PlanRecord, PlanResult
+from cost.transformer import ModelSpec, embedding_and_loss_split
+
+from ..engine.trial_spec import ChosenPlan
+from ..errors import TunerError
+
+__all__ = ["DEGREES", "LaunchPlan", "launch_plan"]
+
+DEGREES = ("tp", "pp", "cp", "ep", "etp")
+"""Parallel degrees a framework sets explicitly, in this order (dp follows from the GPUs);
+a degree the plan record lacks is left out (tuner.export.launch.LaunchPlan.degrees)."""
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """A transformer plan ready to be written as a framework's settings."""
+
+    title: str  # "study NAME, trial N: <plan> on <cluster>, step X s predicted"
+    model: ModelSpec
+    plan: PlanRecord
+    result: PlanResult
+    nodes: int
+    gpus_per_node: int
+    global_batch: int
+    precision: str
+    tp_overlap: bool  # the model hid sequence-parallel traffic (Transformer Engine overlap)
+    dp_overlap: bool  # the model overlapped data-parallel traffic with the passes
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        """Each degree of DEGREES the plan record has (1 when it is not parallel)."""
+        return {d: int(getattr(self.plan, d)) for d in DEGREES if hasattr(self.plan, d)}
+
+    @property
+    def split_ends(self) -> bool:
+        """True when the pipeline counts the embedding and the loss as a layer each."""
+        return bool(embedding_and_loss_split(self.model.layers, float(self.plan.pp),
+                                             float(self.plan.virtual_stages)))
+
+    @property
+    def layers_per_chunk(self) -> int | None:
+        """Transformer layers per virtual stage (None when the stages are not even)."""
+        chunks = self.plan.pp * self.plan.virtual_stages
+        if self.split_ends or self.model.layers % chunks:
+            return None
+        return self.model.layers // chunks
+
+    @property
+    def batch_per_replica(self) -> int:
+        """Sequences per step on one data-parallel replica."""
+        return self.global_batch // max(self.plan.dp, 1)
+
+
+def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
+    """The launch view of a chosen plan; TunerError for a model no framework format takes."""
+    spec = chosen.spec
+    model = spec.model.to_model_spec()
+    if model.kind != "transformer":
+        raise TunerError(f"{model.name} is a layers model; the Megatron-LM, NeMo and "
+                         "torchtitan formats are for transformers: use --as spec")
+    cluster = chosen.result.cluster
+    efficiency = spec.efficiency()
+    plan = chosen.result.plan
+    title = (f"{spec.name.rsplit('-trial-', 1)[0]}, trial {chosen.trial}: "
+             f"{cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}, "
+             f"step {chosen.result.step_time_s:.3f} s predicted")
+    return LaunchPlan(
+        title=title, model=model,  # type: ignore[arg-type]
+        plan=plan, result=chosen.result, nodes=cluster.nodes,
+        gpus_per_node=cluster.gpus_per_node, global_batch=spec.training.global_batch,
+        precision=spec.training.precision,
+        tp_overlap=efficiency.tp_overlap > 0 and plan.sequence_parallel and plan.tp > 1,
+        dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1)

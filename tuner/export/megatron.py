@@ -1,0 +1,120 @@
+"""Megatron-LM command-line flags (`pretrain_gpt.py` under torchrun).
+
+Option names from Megatron-LM's megatron/training/arguments.py at core_v0.15.0
+(https://github.com/NVIDIA/Megatron-LM/blob/core_v0.15.0/megatron/training/arguments.py,
+commit 0d7e02bd26d3eb347ad8d1bef625002babfa6df7); torchrun's --nnodes and --nproc-per-node
+from https://docs.pytorch.org/docs/stable/elastic/run.html. ZeRO 1 is Megatron's distributed
+optimizer; ZeRO 2 and 3 its FSDP (--use-megatron-fsdp with --data-parallel-sharding-strategy
+optim_grads or optim_grads_params). dp is not a flag: Megatron fills the GPUs."""
+
+from __future__ import annotations
+
+from .launch import LaunchPlan
+
+__all__ = ["DEGREE_FLAGS", "flags", "render"]
+
+DEGREE_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-parallel-size",
+                "cp": "--context-parallel-size", "ep": "--expert-model-parallel-size",
+                "etp": "--expert-tensor-parallel-size"}
+_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+_PRECISION = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format", "hybrid"],
+              "fp32": []}
+
+
+def _model(lp: LaunchPlan) -> list[str]:
+    m = lp.model
+    out = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden),
+           "--ffn-hidden-size", str(m.ffn_hidden), "--num-attention-heads", str(m.heads),
+           "--seq-length", str(m.seq_len), "--max-position-embeddings", str(m.seq_len)]
+    if m.kv_heads != m.heads:
+        out += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
+    if m.gated_mlp:
+        out.append("--swiglu")
+    if not m.tied_embeddings:
+        out.append("--untie-embeddings-and-output-weights")
+    return out
+
+
+def _pipeline(lp: LaunchPlan) -> list[str]:
+    out: list[str] = []
+    vs = lp.plan.virtual_stages
+    if vs > 1:
+        per_chunk = lp.layers_per_chunk
+        out += (["--num-layers-per-virtual-pipeline-stage", str(per_chunk)] if per_chunk
+                else ["--num-virtual-stages-per-pipeline-rank", str(vs)])
+    if lp.split_ends:
+        out += ["--account-for-embedding-in-pipeline-split",
+                "--account-for-loss-in-pipeline-split"]
+    return out
+
+
+def _memory(lp: LaunchPlan, notes: list[str]) -> list[str]:
+    p = lp.plan
+    out: list[str] = []
+    recompute = p.recompute.value
+    if recompute == "selective":
+        out += ["--recompute-granularity", "selective"]
+    elif recompute == "full":
+        out += ["--recompute-granularity", "full", "--recompute-method", "uniform",
+                "--recompute-num-layers", "1"]
+    if p.zero == 1:
+        out.append("--use-distributed-optimizer")
+    elif p.zero >= 2:
+        out += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", _SHARDING[p.zero]]
+    if p.offload.value != "none":
+        out += ["--optimizer-cpu-offload", "--optimizer-offload-fraction", "1.0"]
+    if p.offload.value == "optimizer+weights":
+        notes.append("weights offload has no Megatron-LM flag: only the optimizer state is "
+                     "offloaded here")
+    return out
+
+
+def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
+    out = []
+    if lp.tp_overlap:
+        out.append("--tp-comm-overlap")
+    if lp.dp_overlap:
+        out += ["--overlap-grad-reduce", "--overlap-param-gather"] if lp.plan.zero >= 1 \
+            else ["--overlap-grad-reduce"]
+    sync = lp.plan.sync
+    if sync is not None and sync.value in ("ring", "tree"):
+        notes.append(f"sync: {sync.value}: set NCCL_ALGO={sync.value.capitalize()} in the "
+                     "environment")
+    elif sync is not None:
+        notes.append(f"sync: {sync.value} has no Megatron-LM flag (NCCL picks its algorithm)")
+    return out
+
+
+def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
+    """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
+    notes: list[str] = []
+    p = lp.plan
+    out = [item for name, degree in lp.degrees.items() if degree > 1 or name in ("tp", "pp")
+           for item in (DEGREE_FLAGS[name], str(degree))]
+    out += _pipeline(lp)
+    if p.sequence_parallel and p.tp > 1:
+        out.append("--sequence-parallel")
+    out += ["--micro-batch-size", str(p.micro_batch), "--global-batch-size",
+            str(lp.global_batch)]
+    out += _memory(lp, notes) + _overlap(lp, notes) + _model(lp) + _PRECISION[lp.precision]
+    if lp.precision == "fp32":
+        notes.append("fp32: Megatron-LM trains in fp32 without --bf16/--fp16")
+    return out, notes
+
+
+def render(lp: LaunchPlan) -> str:
+    """A torchrun command line, one flag (and its value) per line."""
+    items, notes = flags(lp)
+    lines = [f"# Megatron-LM (core_v0.15.0 flags) for {lp.title}",
+             f"# data parallel {lp.plan.dp} follows from {lp.nodes * lp.gpus_per_node} GPUs",
+             *(f"# note: {n}" for n in notes),
+             f"torchrun --nnodes {lp.nodes} --nproc-per-node {lp.gpus_per_node} "
+             "pretrain_gpt.py \\"]
+    args: list[str] = []
+    for item in items:
+        if item.startswith("--") or not args:
+            args.append(item)
+        else:
+            args[-1] += f" {item}"
+    lines += [f"    {a} \\" for a in args[:-1]] + [f"    {args[-1]}"]
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""NeMo 2 recipe overrides: assignments to a recipe's attributes (a `run.Partial` from
+`nemo.collections.llm`, e.g. `llm.llama3_70b.pretrain_recipe(...)`).
+
+Attribute names from NeMo v2.4.0 (commit 2381f42f6979449b5b99538f8f80135831009b51): the
+trainer and MegatronStrategy arguments (nemo/lightning/pytorch/strategies/megatron_strategy.py:
+tensor_model_parallel_size, ..., account_for_loss_in_pipeline_split, fsdp, ddp), the data
+module's micro_batch_size, global_batch_size and seq_length, and the attributes its recipes
+set (nemo/collections/llm/recipes/*.py: recipe.model.config.recompute_granularity,
+recipe.optim.config.use_distributed_optimizer, ...); the fields of Megatron Core's
+TransformerConfig, OptimizerConfig and DistributedDataParallelConfig behind them
+(core_v0.15.0: recompute_method, recompute_num_layers, optimizer_cpu_offload,
+data_parallel_sharding_strategy, overlap_grad_reduce, overlap_param_gather)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .launch import LaunchPlan
+
+__all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
+
+_STRATEGY = "recipe.trainer.strategy."
+DEGREE_ATTRIBUTES = {"tp": "tensor_model_parallel_size", "pp": "pipeline_model_parallel_size",
+                     "cp": "context_parallel_size", "ep": "expert_model_parallel_size",
+                     "etp": "expert_tensor_parallel_size"}
+_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+
+
+def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
+    p = lp.plan
+    out: list[tuple[str, Any]] = []
+    recompute = p.recompute.value
+    if recompute == "none":
+        out.append(("recipe.model.config.recompute_granularity", None))
+    else:
+        out.append(("recipe.model.config.recompute_granularity", recompute))
+    if recompute == "full":
+        out += [("recipe.model.config.recompute_method", "uniform"),
+                ("recipe.model.config.recompute_num_layers", 1)]
+    out.append(("recipe.optim.config.use_distributed_optimizer", p.zero == 1))
+    if p.zero >= 2:
+        out += [(_STRATEGY + "fsdp", "megatron"),
+                (_STRATEGY + "ddp.data_parallel_sharding_strategy", _SHARDING[p.zero])]
+    if p.offload.value != "none":
+        out += [("recipe.optim.config.optimizer_cpu_offload", True),
+                ("recipe.optim.config.optimizer_offload_fraction", 1.0)]
+    if p.offload.value == "optimizer+weights":
+        notes.append("weights offload has no NeMo attribute: only the optimizer state is "
+                     "offloaded here")
+    return out
+
+
+def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
+    """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
+    notes: list[str] = []
+    p = lp.plan
+    out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),
+                                  ("recipe.trainer.devices", lp.gpus_per_node)]
+    out += [(_STRATEGY + DEGREE_ATTRIBUTES[d], v) for d, v in lp.degrees.items()]
+    out.append((_STRATEGY + "virtual_pipeline_model_parallel_size",
+                p.virtual_stages if p.virtual_stages > 1 else None))
+    if lp.split_ends:
+        out += [(_STRATEGY + "account_for_embedding_in_pipeline_split", True),
+                (_STRATEGY + "account_for_loss_in_pipeline_split", True)]
+    out.append((_STRATEGY + "sequence_parallel", bool(p.sequence_parallel and p.tp > 1)))
+    out += [("recipe.data.micro_batch_size", p.micro_batch),
+            ("recipe.data.global_batch_size", lp.global_batch),
+            ("recipe.data.seq_length", lp.model.seq_len)]
+    out += _memory(lp, notes)
+    if lp.dp_overlap:
+        out += [(_STRATEGY + "ddp.overlap_grad_reduce", True),
+                (_STRATEGY + "ddp.overlap_param_gather", p.zero >= 1)]
+    if p.sync is not None:
+        notes.append(f"sync: {p.sync.value}: NCCL chooses the algorithm (NCCL_ALGO in the "
+                     "environment for ring or tree)")
+    return out, notes
+
+
+def _python(value: Any) -> str:
+    return repr(value)
+
+
+def render(lp: LaunchPlan) -> str:
+    """Python assignments to apply to a NeMo 2 recipe before running it."""
+    pairs, notes = assignments(lp)
+    lines = [f"# NeMo 2 recipe overrides (NeMo v2.4.0 attribute names) for {lp.title}",
+             f"# data parallel {lp.plan.dp} follows from {lp.nodes * lp.gpus_per_node} GPUs",
+             *(f"# note: {n}" for n in notes)]
+    lines += [f"{name} = {_python(value)}" for name, value in pairs]
+    return "\n".join(lines)

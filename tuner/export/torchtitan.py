@@ -1,0 +1,99 @@
+"""A torchtitan job config (TOML): its [training], [parallelism] and [activation_checkpoint]
+sections.
+
+Keys from torchtitan v0.2.2 torchtitan/config/job_config.py (commit
+73a0e6979dd10b6b1904098eb3c8f62c18ab87ce): Training (local_batch_size: per data-parallel
+rank, global_batch_size, seq_len, mixed_precision_param, enable_cpu_offload), Parallelism
+(data_parallel_replicate_degree, data_parallel_shard_degree, fsdp_reshard_after_forward,
+tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
+pipeline_parallel_layers_per_stage, pipeline_parallel_first_stage_less_layers,
+pipeline_parallel_last_stage_less_layers, pipeline_parallel_microbatch_size,
+context_parallel_degree, expert_parallel_degree, expert_tensor_parallel_degree) and
+ActivationCheckpoint (mode: none | selective | full, selective_ac_option). Data parallelism
+is FSDP2: ZeRO 0 replicates (DDP), ZeRO 1 and 2 shard without resharding after the forward
+pass (gradients sharded too), ZeRO 3 reshards (weights gathered per use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .launch import LaunchPlan
+
+__all__ = ["DEGREE_KEYS", "render", "sections"]
+
+DEGREE_KEYS = {"tp": "tensor_parallel_degree", "pp": "pipeline_parallel_degree",
+               "cp": "context_parallel_degree", "ep": "expert_parallel_degree",
+               "etp": "expert_tensor_parallel_degree"}
+_PARAM_DTYPE = {"bf16": "bfloat16", "fp8": "bfloat16", "fp16": "bfloat16", "fp32": "float32"}
+
+
+def _data_parallel(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
+    dp, zero = lp.plan.dp, lp.plan.zero
+    if zero == 0:
+        return {"data_parallel_replicate_degree": dp, "data_parallel_shard_degree": 1}
+    if zero == 1:
+        notes.append("zero: 1: torchtitan's FSDP2 shards gradients too (as ZeRO 2)")
+    return {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": dp,
+            "fsdp_reshard_after_forward": "always" if zero >= 3 else "never"}
+
+
+def _pipeline(lp: LaunchPlan) -> dict[str, Any]:
+    p = lp.plan
+    if p.pp == 1:
+        return {}
+    chunks = p.pp * p.virtual_stages
+    ends = 1 if lp.split_ends else 0
+    return {"pipeline_parallel_schedule": "Interleaved1F1B" if p.virtual_stages > 1
+            else "1F1B",
+            "pipeline_parallel_layers_per_stage": (lp.model.layers + 2 * ends) // chunks,
+            "pipeline_parallel_first_stage_less_layers": ends,
+            "pipeline_parallel_last_stage_less_layers": ends,
+            "pipeline_parallel_microbatch_size": p.micro_batch}
+
+
+def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
+    notes: list[str] = []
+    p = lp.plan
+    per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
+    training: dict[str, Any] = {"local_batch_size": per_rank,
+                                "global_batch_size": lp.global_batch,
+                                "seq_len": lp.model.seq_len,
+                                "mixed_precision_param": _PARAM_DTYPE[lp.precision]}
+    if p.offload.value != "none":
+        training["enable_cpu_offload"] = True
+        if p.offload.value == "optimizer":
+            notes.append("offload: optimizer: torchtitan offloads weights and gradients too")
+    if lp.precision in ("fp8", "fp16"):
+        notes.append(f"precision {lp.precision}: set [model] converters (float8) or the "
+                     "mixed precision yourself; bfloat16 is written here")
+    parallelism = {**_data_parallel(lp, notes),
+                   **{DEGREE_KEYS[d]: v for d, v in lp.degrees.items()},
+                   **_pipeline(lp)}
+    if p.tp > 1 and not p.sequence_parallel:
+        notes.append("torchtitan's tensor parallelism always shards the norms' sequence "
+                     "(sequence parallelism)")
+    recompute = p.recompute.value
+    checkpoint: dict[str, Any] = {"mode": recompute}
+    if recompute == "selective":
+        checkpoint["selective_ac_option"] = "op"
+    return {"training": training, "parallelism": parallelism,
+            "activation_checkpoint": checkpoint}, notes
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return repr(value)
+
+
+def render(lp: LaunchPlan) -> str:
+    """The TOML sections to merge into a torchtitan job config."""
+    parts, notes = sections(lp)
+    lines = [f"# torchtitan job config (v0.2.2 keys) for {lp.title}",
+             *(f"# note: {n}" for n in notes)]
+    for name, values in parts.items():
+        lines += ["", f"[{name}]", *(f"{k} = {_toml(v)}" for k, v in values.items())]
+    return "\n".join(lines)
