@@ -91,14 +91,14 @@ def _as_written(value: Any) -> Any:
     return value
 
 
-def _leaves(stored: Any, now: Any, path: str = "") -> list[str]:
+def leaf_differences(stored: Any, now: Any, path: str = "") -> list[str]:
     """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs."""
     stored, now = _as_written(stored), _as_written(now)
     if isinstance(stored, dict) and isinstance(now, dict):
         found: list[str] = []
         for key in sorted(set(stored) | set(now)):
             where = f"{path}.{key}" if path else str(key)
-            found += _leaves(stored.get(key), now.get(key), where)
+            found += leaf_differences(stored.get(key), now.get(key), where)
         return found
     if stored == now:
         return []
@@ -118,7 +118,7 @@ def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
             if stored.get(part) != now.get(part):
                 found.append(f"{prefix}{stored.get(part)} -> {now.get(part)}")
             continue
-        found += [prefix + line for line in _leaves(stored.get(part), now.get(part))]
+        found += [prefix + line for line in leaf_differences(stored.get(part), now.get(part))]
     shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
     if len(found) > _SHOWN:
         shown += f" (and {len(found) - _SHOWN} more)"

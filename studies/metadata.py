@@ -16,7 +16,7 @@ import yaml
 from search_spaces import SpecError, StudySpec, parse_spec
 
 from .errors import StudyError
-from .identity import problem, problem_differences, problem_digest
+from .identity import leaf_differences, problem, problem_differences, problem_digest
 from .metrics import name_metrics
 from .storage import redact_url
 
@@ -57,32 +57,11 @@ def _storage_name(storage: optuna.storages.BaseStorage) -> str:
     return redact_url(url) if isinstance(url, str) else type(storage).__name__
 
 
-def _as_written(value: Any) -> Any:
-    """A list choice as the user writes it: [1, 2], not {"options": [1, 2]}."""
-    if isinstance(value, dict) and set(value) == {"options"}:
-        return value["options"]
-    return value
-
-
-def _differences(stored: Any, now: Any, path: str = "") -> list[str]:
-    """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs."""
-    stored, now = _as_written(stored), _as_written(now)
-    if isinstance(stored, dict) and isinstance(now, dict):
-        found: list[str] = []
-        for key in sorted(set(stored) | set(now)):
-            where = f"{path}.{key}" if path else str(key)
-            found += _differences(stored.get(key), now.get(key), where)
-        return found
-    if stored == now:
-        return []
-    return [f"{path} differs: stored {json.dumps(stored)}, now {json.dumps(now)}"]
-
-
 def _mismatch(
     storage: optuna.storages.BaseStorage, study: optuna.Study, spec: StudySpec,
 ) -> StudyError:
     stored = json.loads(study.user_attrs.get("spec_json", "{}"))
-    found = _differences(_problem(stored), spec.model_dump(mode="json",
+    found = leaf_differences(_problem(stored), spec.model_dump(mode="json",
                                                            exclude=_NOT_THE_PROBLEM))
     shown = "; ".join(found[:_SHOWN_DIFFERENCES]) or "the stored spec differs"
     if len(found) > _SHOWN_DIFFERENCES:
@@ -98,7 +77,7 @@ def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:
     left out (null) in both: the same problem, whose digest moved with the spec's schema."""
     stored = json.loads(study.user_attrs.get("spec_json", "{}"))
     now = spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM)
-    return bool(stored) and not _differences(_problem(stored), now)
+    return bool(stored) and not leaf_differences(_problem(stored), now)
 
 
 def _initial_attrs(spec: StudySpec, spec_text: str, target: int) -> dict[str, Any]:

@@ -4,10 +4,7 @@ was pointed at holding what it held (hypothesis generates the bad specs)."""
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import itertools
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,28 +16,19 @@ from hypothesis import HealthCheck, given, settings
 from tuner.cli import main
 
 from ..hostile_specs import hostile_specs
-from .specs import tiny, write
+from .stored import database_digest, stored_study
 
 _count = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A study database holding one small finished study: (its file, its URL)."""
-    folder = tmp_path_factory.mktemp("hostile")
-    url = f"sqlite:///{folder / 'studies.db'}"
-    data = tiny("kept", search={"sampler": "random", "trials": 3, "seed": 0})
-    result = CliRunner().invoke(main, ["search", str(write(folder, data)), "--storage", url,
-                                       "--json"])
-    assert result.exit_code == 0, result.stderr
-    return folder / "studies.db", url
+    """A study database holding one small finished study 'kept': (its file, its URL)."""
+    return stored_study(tmp_path_factory.mktemp("hostile"))
 
 
-def _digest(path: Path) -> str:
-    """What the database stores (its SQL dump), not its bytes: SQLite may checkpoint its
-    write-ahead log into the file whenever a connection closes, which moves bytes and no data."""
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return hashlib.sha256("\n".join(db.iterdump()).encode()).hexdigest()
+_digest = database_digest
+
 
 
 @settings(max_examples=60, deadline=None,

@@ -4,10 +4,7 @@ what it held (compared by its SQL dump, as tests/tuner/test_cli_hostile.py does)
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import hashlib
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +15,18 @@ from click.testing import CliRunner
 from tests.hostile_specs import CUSTOM_GPU, VALID
 from tuner.cli import main
 
-from .specs import tiny, write
+from .specs import write
+from .stored import database_digest, stored_study
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A study database holding one small finished study 'kept': (its file, its URL)."""
-    folder = tmp_path_factory.mktemp("hostile-edges")
-    url = f"sqlite:///{folder / 'studies.db'}"
-    data = tiny("kept", search={"sampler": "random", "trials": 3, "seed": 0})
-    result = CliRunner().invoke(main, ["search", str(write(folder, data)), "--storage", url,
-                                       "--json"])
-    assert result.exit_code == 0, result.stderr
-    return folder / "studies.db", url
+    return stored_study(tmp_path_factory.mktemp("hostile-edges"))
 
 
-def _digest(path: Path) -> str:
-    with contextlib.closing(sqlite3.connect(path)) as db:
-        return hashlib.sha256("\n".join(db.iterdump()).encode()).hexdigest()
+_digest = database_digest
+
 
 
 def _refused(args: list[str], db: Path, *, lines: int = 1) -> list[str]:
