@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec
+
+if TYPE_CHECKING:
+    from .pools import MixedCluster
 
 __all__ = ["Degrees", "degrees"]
 
@@ -30,6 +34,8 @@ class Degrees:
     parameter_servers: Array
     gpus: Array
     micro_batches: Array
+    placement: Array  # cost.codec.Placement code (clusters of several GPU types)
+    shares: Array  # cost.codec.Shares code
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -42,8 +48,10 @@ class Degrees:
         return np.where(self.sp > 0, self.tp, 1.0)
 
 
-def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees:
-    """The plan's degrees on `cluster` for `training`'s batch."""
+def degrees(cluster: ClusterSpec | MixedCluster, training: TrainingSpec, plan: Plan
+            ) -> Degrees:
+    """The plan's degrees on `cluster` (the GPUs a mixed cluster's plan uses) for
+    `training`'s batch."""
     a = plan.arrays(cluster.gpus)
     dp, mb = a["dp"], a["micro_batch"]
     return Degrees(
@@ -52,4 +60,5 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         zero=a["zero"], offload=a["offload"], sync=a["sync"],
         parameter_servers=a["parameter_servers"], gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb),
+        placement=a["placement"], shares=a["batch_shares"],
     )

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from cost import PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
+from cost import PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
 
 from .choices import Choosable, IntChoosable, fixed
 from .fields import Count, Frozen
@@ -27,7 +27,11 @@ class PlanSection(Frozen):
     """Degrees of tensor, pipeline, data and context parallelism and the memory savers.
 
     `dp` left out fills the cluster; `sync` left out takes the fastest collective for the
-    message; `parameter_servers` counts the servers of `sync: parameter_server`."""
+    message; `parameter_servers` counts the servers of `sync: parameter_server`. On a cluster
+    of several GPU types (cluster.pools), `placement` puts whole replicas on each pool (data)
+    or each replica's pipeline stages across them (pipeline), and `batch_shares` shares the
+    batch among replicas on different GPUs so that they finish together (balanced) or
+    equally. `placement` left out is searched over both on pools (data on one GPU type)."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -41,10 +45,13 @@ class PlanSection(Frozen):
     offload: Choosable[Offload] = Offload.NONE
     sync: Choosable[Sync] | None = None
     parameter_servers: IntChoosable[Count] | None = None
+    placement: Choosable[Placement] | None = None
+    batch_shares: Choosable[Shares] = Shares.BALANCED
 
     def record(self) -> PlanRecord:
         """The plan of a section without choices (SpecError naming the first choice)."""
         v = {name: fixed(getattr(self, name), field=f"plan.{name}") for name in PLAN_FIELDS}
         v["dp"] = v["dp"] or 0
         v["parameter_servers"] = v["parameter_servers"] or 1
+        v["placement"] = v["placement"] or Placement.DATA
         return PlanRecord(**v)

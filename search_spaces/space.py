@@ -19,7 +19,9 @@ from cost import (
     DEFAULT_EFFICIENCY,
     ClusterSpec,
     Efficiency,
+    MixedCluster,
     NoValidValueError,
+    Placement,
     Plan,
     TrainingSpec,
     Workload,
@@ -33,6 +35,7 @@ from .choices import Choice, IntRange
 from .cluster import ClusterSection, Expansion
 from .errors import SpecError
 from .plan import PLAN_FIELDS
+from .pools import pool_choices, pool_gpu_counts, with_pool_values
 from .spec import StudySpec
 
 __all__ = [
@@ -50,7 +53,7 @@ CLUSTER_KNOBS = ("gpu", "nodes", "gpus_per_node", "scale_up_bandwidth", "scale_o
 OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp")
 """Plan knobs that shape the layout of ranks: what a search trial chooses."""
 INNER_KNOBS = ("virtual_stages", "micro_batch", "recompute", "sequence_parallel", "zero",
-               "offload")
+               "offload", "placement", "batch_shares")
 """Plan knobs cheap to sweep: every combination is evaluated in one vectorised call."""
 
 _MAX_CHUNK = 1 << 20
@@ -63,7 +66,10 @@ def _values(value: Any) -> tuple[Any, ...]:
 
 
 def _gpu_counts(section: ClusterSection) -> set[int]:
-    """Every GPU count the cluster choices allow (nodes x GPUs per node)."""
+    """Every GPU count the cluster choices allow (nodes x GPUs per node; on pools, the GPUs
+    of any set of them)."""
+    if section.pools is not None:
+        return pool_gpu_counts(section)
     nodes = _values(section.nodes)
     if section.gpus_per_node is not None:
         per_node = _values(section.gpus_per_node)
@@ -73,15 +79,36 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
     return {n * g for n in nodes for g in per_node}
 
 
-def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
-                  cluster: ClusterSpec) -> dict[str, tuple[Any, ...]]:
-    """Each plan knob's values, less those no combination of the others can use: the
-    structural rules (cost.validity.allowed_values) decide, over the GPU counts of the space."""
+_POOL_PLAN = ("placement", "batch_shares")
+"""Plan knobs of clusters of several GPU types, offered as written on pools."""
+
+
+def _given(spec: StudySpec) -> dict[str, tuple[Any, ...]]:
     given = {name: _values(getattr(spec.plan, name)) for name in PLAN_FIELDS}
+    if spec.plan.placement is None:
+        given["placement"] = ((Placement.DATA, Placement.PIPELINE)
+                              if spec.cluster.pools is not None else (Placement.DATA,))
+    return given
+
+
+def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
+                  cluster: ClusterSpec | MixedCluster) -> dict[str, tuple[Any, ...]]:
+    """Each plan knob's values, less those no combination of the others can use: the
+    structural rules (cost.validity.allowed_values) decide, over the GPU counts of the space
+    (on pools, with the first used pool standing for the cluster; placement and batch shares
+    as written)."""
+    given = _given(spec)
     coded = {name: [float(x) for x in encode(name, values)] for name, values in given.items()}
+    pools = isinstance(cluster, MixedCluster)
+    if isinstance(cluster, MixedCluster):
+        cluster = cluster.pools[cluster.used[0]]
+    asked = {k: coded[k] for k in _POOL_PLAN} if pools else {}
+    coded.update({k: [0.0] for k in asked})
     try:
         allowed = allowed_values(model, cluster, training, coded,
                                  gpu_counts=sorted(_gpu_counts(spec.cluster)))
+        allowed.update(asked)
+        coded.update(asked)
     except NoValidValueError as err:
         shown = tuple(_word(v) for v in given[err.knob])
         raise SpecError(f"no value of {shown} fits the model ({model.describe()}, "
@@ -98,6 +125,8 @@ def _word(value: Any) -> Any:
 
 
 def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
+    if section.pools is not None:
+        return pool_choices(section)
     out: dict[str, tuple[Any, ...]] = {}
     for name in CLUSTER_KNOBS:
         if name.startswith("expansion."):
@@ -138,20 +167,32 @@ class Space:
                    efficiency=spec.efficiency())
 
     @property
+    def cluster_knobs(self) -> tuple[str, ...]:
+        """The cluster's knobs: CLUSTER_KNOBS, or on pools `pools[i].<field>` and
+        `inter_pool_bandwidth` (search_spaces.pools)."""
+        return tuple(k[len("cluster."):] for k in self.choices if k.startswith("cluster."))
+
+    @property
     def searched(self) -> list[str]:
         """Knobs with more than one value, in a stable order (cluster first)."""
-        names = [f"cluster.{k}" for k in CLUSTER_KNOBS] + list(PLAN_FIELDS)
+        names = [f"cluster.{k}" for k in self.cluster_knobs] + list(PLAN_FIELDS)
         return [n for n in names if len(self.choices[n]) > 1]
 
     def cluster_combinations(self) -> Iterator[dict[str, Any]]:
         """Every combination of the cluster knobs, as {"gpu": ..., "nodes": ..., ...}."""
-        names = list(CLUSTER_KNOBS)
+        names = list(self.cluster_knobs)
         for combo in itertools.product(*(self.choices[f"cluster.{n}"] for n in names)):
             yield dict(zip(names, combo, strict=True))
 
-    def cluster(self, values: Mapping[str, Any]) -> ClusterSpec:
+    def cluster(self, values: Mapping[str, Any]) -> ClusterSpec | MixedCluster:
         """The cost model's cluster for one combination of the cluster knobs."""
         section = self.spec.cluster
+        if section.pools is not None:
+            try:
+                return with_pool_values(section, values).to_cluster_spec(
+                    self.training.precision)
+            except SpecError as err:
+                raise err.with_file(self.spec.file) from err
         plain = {k: v for k, v in values.items() if not k.startswith("expansion.")}
         update: dict[str, Any] = dict(plain)
         if section.expansion is not None:
@@ -163,7 +204,7 @@ class Space:
         except SpecError as err:
             raise err.with_file(self.spec.file) from err
 
-    def some_cluster(self) -> ClusterSpec:
+    def some_cluster(self) -> ClusterSpec | MixedCluster:
         """The first cluster of the space that can be built (SpecError of the first one if
         none can)."""
         first: SpecError | None = None
@@ -174,7 +215,7 @@ class Space:
                 first = first or err
         raise first or SpecError("the cluster section allows no cluster", field="cluster")
 
-    def plans(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None
+    def plans(self, cluster: ClusterSpec | MixedCluster, fixed: Mapping[str, Any] | None = None
               ) -> Iterator[Plan]:
         """The structurally valid plans on `cluster`, in chunks of arrays; knobs in `fixed`
         take that one value (user vocabulary: "selective", True, ...)."""

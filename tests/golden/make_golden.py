@@ -86,7 +86,15 @@ def _case_plans(row: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def _example_entries(path: Path) -> list[dict[str, Any]]:
-    from search_spaces import Space, load_spec, plan_as_dict
+    from cost import PlanRecord
+    from search_spaces import Space, load_spec
+
+    def plan_as_dict(plan: Any, *, gpus: float) -> dict[str, Any]:
+        """The plan in the user's words, knobs of clusters of several GPU types left out
+        where they keep their defaults (on one GPU type they always do)."""
+        out = PlanRecord.of(plan, gpus=gpus).as_dict()
+        defaults = {"placement": "data", "batch_shares": "balanced"}
+        return {k: v for k, v in out.items() if defaults.get(k) != v}
 
     spec = load_spec(path)
     space = Space.from_spec(spec)

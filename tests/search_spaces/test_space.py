@@ -38,7 +38,8 @@ def brute_force_count(data: dict[str, Any]) -> int:
     cost.plan_violations finds nothing and sequence parallelism is not a no-op (tp = 1)."""
     plan_values = {k: as_list(data["plan"].get(k, default))
                    for k, default in zip(PLAN_FIELDS, (1, 1, None, 1, 1, 1, "none", False, 0,
-                                                        "none", None, None), strict=True)}
+                                                        "none", None, None, "data", "balanced"),
+                                     strict=True)}
     total = 0
     for nodes in as_list(data["cluster"]["nodes"]):
         fixed = parse_spec({**data, "cluster": {**data["cluster"], "nodes": nodes}, "plan": {}})

@@ -22,7 +22,8 @@ MEMORY_KEYS = {"weights", "gradients", "optimizer", "activations", "total"}
 TIME_KEYS = {"compute", "recompute", "tp_comm", "pp_comm", "pp_bubble", "dp_comm", "optimizer",
              "offload"}
 PLAN_KEYS = {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
-             "sequence_parallel", "zero", "offload", "sync", "parameter_servers"}
+             "sequence_parallel", "zero", "offload", "sync", "parameter_servers", "placement",
+             "batch_shares"}
 
 
 def _run(*args: str) -> tuple[int, str, str]:

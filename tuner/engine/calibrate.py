@@ -3,9 +3,11 @@
 Measurements are a CSV with a column `spec` (a spec file, relative to the CSV) and a column
 `measured_step_time_s`. A spec with choices stands for a run whose plan is partly unknown: its
 prediction is the fastest plan that fits, as the validation README does. The fit minimises the
-sum of squared log errors over each GPU's GEMM fraction (and optionally the network fraction)
-by coordinate descent with golden-section line searches (numpy only), on a training part of
-the rows; the rest is held out to report the error the profile makes on runs it has not seen.
+sum of squared log errors over each GPU's GEMM fraction (for layers models, CM-DARE style: each
+GPU's layers fraction, the per-step overhead and the parameter servers' rate; optionally the
+network fraction) by coordinate descent with golden-section line searches (numpy only), on
+a training part of the rows; the rest is held out to report the error the profile makes on
+runs it has not seen.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, Efficiency, Plan, evaluate
+from cost import ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
 from search_spaces import Space, SpecError, load_spec
 
-__all__ = ["Measurement", "errors", "fit", "read_measurements", "split", "summary"]
+__all__ = ["Measurement", "Parameter", "errors", "fit", "parameters", "read_measurements",
+           "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -34,7 +37,7 @@ class Measurement:
 
     row: int
     space: Space
-    candidates: tuple[tuple[ClusterSpec, Plan], ...]
+    candidates: tuple[tuple[ClusterSpec | MixedCluster, Plan], ...]
     measured_s: float
 
     def predict(self, efficiency: Efficiency) -> float:
@@ -101,36 +104,86 @@ def _golden(f: Callable[[float], float], lo: float, hi: float, steps: int = 18) 
     return (a + b) / 2.0
 
 
+@dataclass(frozen=True)
+class Parameter:
+    """One fitted parameter: its name, how it changes a profile, its range (searched on a log
+    scale where `log`)."""
+
+    name: str
+    apply: Callable[[Efficiency, float], Efficiency]
+    lo: float
+    hi: float
+    log: bool = False
+
+    def search(self, loss: Callable[[Efficiency], float], eff: Efficiency) -> Efficiency:
+        def at(x: float) -> float:
+            return loss(self.apply(eff, math.exp(x) if self.log else x))
+
+        lo, hi = (math.log(self.lo), math.log(self.hi)) if self.log else (self.lo, self.hi)
+        best = _golden(at, lo, hi)
+        return self.apply(eff, float(f"{math.exp(best) if self.log else best:.4g}"))
+
+
+def _gpu_names(cluster: Any) -> list[str]:
+    pools = getattr(cluster, "pools", None)
+    return [c.gpu.name for c in pools] if pools is not None else [cluster.gpu.name]
+
+
+def parameters(rows: list[Measurement], *, network: bool = False) -> list[Parameter]:
+    """What the runs can tell: the GEMM fraction of each GPU a transformer ran on; for
+    layers models (CNNs, CM-DARE's regressions) the layers fraction of each GPU and the
+    per-step overhead; with parameter servers, a server's update rate and per-update time;
+    with `network`, the network fraction."""
+    gemm: set[str] = set()
+    layers: set[str] = set()
+    servers = False
+    for r in rows:
+        names = {n for c, _ in r.candidates for n in _gpu_names(c)}
+        (layers if r.space.model.kind == "layers" else gemm).update(names)
+        servers |= any(bool(np.any(np.asarray(p.sync) == 4)) for _, p in r.candidates)
+    out = [Parameter(f"gemm_fraction[{n}]", functools.partial(_with_pair, field="gemm", name=n),
+                     0.2, 0.95) for n in sorted(gemm)]
+    out += [Parameter(f"layers_fraction[{n}]",
+                      functools.partial(_with_pair, field="layers", name=n), 0.05, 4.0, log=True)
+            for n in sorted(layers)]
+    if layers:
+        out.append(Parameter("step_overhead_s", functools.partial(_with, "step_overhead_s"),
+                             0.0, 0.3))
+    if servers:
+        out.append(Parameter("ps_bytes_per_s", functools.partial(_with, "ps_bytes_per_s"),
+                             1e7, 1e11, log=True))
+        out.append(Parameter("ps_update_s", functools.partial(_with, "ps_update_s"), 0.0, 0.05))
+    if network:
+        out.append(Parameter("network_fraction", functools.partial(_with, "network_fraction"),
+                             0.3, 1.0))
+    return out
+
+
 def fit(rows: list[Measurement], start: Efficiency, *, network: bool = False,
         sweeps: int = 2) -> Efficiency:
-    """Coordinate descent: each GPU's GEMM fraction in [0.2, 0.95] and, with `network`, the
-    network fraction in [0.3, 1.0], `sweeps` times. The GEMM fractions alone generalise best
-    on few runs (the network share trades off against them and overfits)."""
+    """Coordinate descent over `parameters(rows)`, `sweeps` times: each GPU's GEMM fraction in
+    [0.2, 0.95] (the GEMM fractions alone generalise best on few transformer runs; the network
+    share trades off against them and overfits), a layers model's fraction per GPU in
+    [0.05, 4] (above 1 where Winograd convolutions beat the FLOP count), its per-step overhead
+    in [0, 0.3] s, a parameter server's rate in [1e7, 1e11] bytes/s and per-update time in
+    [0, 50] ms."""
     eff = start
-    names = sorted({c.gpu.name for r in rows for c, _ in r.candidates})
+    loss = functools.partial(_loss, rows)
     for _ in range(sweeps):
-        for name in names:
-            best = _golden(functools.partial(_gpu_loss, rows=rows, eff=eff, name=name),
-                           0.2, 0.95)
-            eff = _with_gpu(eff, name, round(best, 4))
-        if network:
-            best = _golden(functools.partial(_network_loss, rows=rows, eff=eff), 0.3, 1.0)
-            eff = eff.with_(network_fraction=round(best, 4))
+        for parameter in parameters(rows, network=network):
+            eff = parameter.search(loss, eff)
     return eff
 
 
-def _gpu_loss(x: float, *, rows: list[Measurement], eff: Efficiency, name: str) -> float:
-    return _loss(rows, _with_gpu(eff, name, x))
+def _with(name: str, eff: Efficiency, value: float) -> Efficiency:
+    return eff.with_(**{name: value})
 
 
-def _network_loss(x: float, *, rows: list[Measurement], eff: Efficiency) -> float:
-    return _loss(rows, eff.with_(network_fraction=x))
-
-
-def _with_gpu(eff: Efficiency, name: str, fraction: float) -> Efficiency:
-    pairs = dict(eff.gemm_fraction_by_gpu)
-    pairs[name] = fraction
-    return eff.with_(gemm_fraction_by_gpu=tuple(sorted(pairs.items())))
+def _with_pair(eff: Efficiency, value: float, *, field: str, name: str) -> Efficiency:
+    key = f"{field}_fraction_by_gpu"
+    pairs = dict(getattr(eff, key))
+    pairs[name] = value
+    return eff.with_(**{key: tuple(sorted(pairs.items()))})
 
 
 def split(rows: list[Measurement], holdout: float, seed: int

@@ -35,7 +35,8 @@ def plan_summary(plan: PlanRecord) -> str:
     """'tp=8 pp=8 dp=1 ...': the plan's values that are not their defaults."""
     p = plan.as_dict()
     parts = [f"tp={p['tp']}", f"pp={p['pp']}", f"dp={p['dp']}"]
-    optional: dict[str, Any] = {"cp": 1, "virtual_stages": 1, "zero": 0, "offload": "none"}
+    optional: dict[str, Any] = {"cp": 1, "virtual_stages": 1, "zero": 0, "offload": "none",
+                                "placement": "data", "batch_shares": "balanced"}
     parts += [f"{k}={p[k]}" for k, default in optional.items() if p[k] != default]
     parts.append(f"mb={p['micro_batch']}")
     parts.append(f"recompute={p['recompute']}")
@@ -45,7 +46,11 @@ def plan_summary(plan: PlanRecord) -> str:
 
 
 def cluster_summary(cluster: ClusterSummary) -> str:
-    """'128x8 a100-80gb' (and ' spot' on spot servers)."""
+    """'128x8 a100-80gb' (and ' spot' on spot servers); pools joined by '+'."""
+    if cluster.pools:
+        return "+".join(f"{p['nodes']}x{p['gpus_per_node']} {p['gpu']}"
+                        + (" spot" if p["pricing"] == "spot" else "")
+                        for p in cluster.pools if p["nodes"] > 0)
     return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
             + (" spot" if cluster.pricing == "spot" else ""))
 
