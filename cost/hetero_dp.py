@@ -120,7 +120,8 @@ def _shares(workload: Workload, mixed: MixedCluster, link: ClusterSpec,
 def data_parallel(workload: Workload, mixed: MixedCluster, training: TrainingSpec,
                   d: Degrees, eff: Efficiency) -> MixedStep:
     """Every used pool holds gpus / (tp pp cp) replicas; synchronous or asynchronous
-    (sync: parameter_server on a workload whose servers run asynchronously)."""
+    (sync: parameter_server on a workload whose servers run asynchronously: every worker
+    cycles through the step's equal share of micro-batches, batch shares do not apply)."""
     link = dp_link_cluster(mixed, mixed.used)
     replicas = [mixed.pool_gpus(i) / (d.tp * d.pp * d.cp) for i in mixed.used]
     counts = _shares(workload, mixed, link, training, d, eff, replicas)
@@ -128,10 +129,18 @@ def data_parallel(workload: Workload, mixed: MixedCluster, training: TrainingSpe
                         micro_batches=m)
              for i, r, m in zip(mixed.used, replicas, counts, strict=True)]
     synchronous = _synchronous(parts, d)
-    if not workload.asynchronous_parameter_servers:
-        return _assemble(mixed, d, parts, *synchronous, eff)
-    step, busy, bottleneck = _asynchronous(mixed, parts, d, eff)
     use = d.sync == PARAMETER_SERVER
+    if not workload.asynchronous_parameter_servers or not np.any(use):
+        return _assemble(mixed, d, parts, *synchronous, eff)
+    cycles = [_pool_part(workload, mixed.pools[i], link, training, d, eff, replicas=r,
+                         micro_batches=d.micro_batches)
+              for i, r in zip(mixed.used, replicas, strict=True)]
+    step, busy, bottleneck = _asynchronous(mixed, cycles, d, eff)
+    parts = [replace(a, micro_batches=np.where(use, c.micro_batches, a.micro_batches),
+                     memory=MemoryUse(**{k: np.where(use, getattr(c.memory, k),
+                                                     getattr(a.memory, k))
+                                         for k in MemoryUse.__dataclass_fields__}))
+             for a, c in zip(parts, cycles, strict=True)]
     chosen = StepTime(**{k: np.where(use, getattr(step, k), getattr(synchronous[0], k))
                          for k in StepTime.__dataclass_fields__})
     busy = [np.where(use, a, s) for a, s in zip(busy, synchronous[1], strict=True)]

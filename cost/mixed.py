@@ -1,7 +1,9 @@
 """Evaluate plans on a cluster of several GPU types (cost.pools.MixedCluster).
 
 A plan may leave pools idle: every set of active pools (and, for a pipeline, every order of
-them) is a way to run it, and each plan runs the fastest way that is valid and fits. One
+them) is a way to run it, and each plan runs the fastest way that is valid and fits. Under
+asynchronous parameter servers every worker runs (a worker's micro-batches make one update,
+so leaving pools idle would change the batch of an update). One
 pool alone is that pool's cluster evaluated as any single-type cluster (the same numbers);
 several run the plan's placement: whole replicas per pool (cost.hetero_dp) or pipeline stages
 across them (cost.hetero_pipeline). Every pool is paid for, used or not.
@@ -10,7 +12,7 @@ across them (cost.hetero_pipeline). Every pool is paid for, used or not.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +32,7 @@ from .workload import Workload
 __all__ = ["evaluate_mixed"]
 
 _DATA, _PIPELINE = 0.0, 1.0  # cost.codec.Placement codes
+_PARAMETER_SERVER = 4.0  # cost.codec.Sync code
 
 SingleEvaluate = Callable[[Workload, ClusterSpec, TrainingSpec, Plan, Efficiency], CostReport]
 
@@ -137,12 +140,17 @@ def evaluate_mixed(workload: Workload, mixed: MixedCluster, training: TrainingSp
     valid way its pools allow; `single` evaluates a single-type cluster."""
     shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
     best: _Way | None = None
+    every = len(mixed.active())
+    servers = (np.asarray(plan.sync) == _PARAMETER_SERVER) if \
+        workload.asynchronous_parameter_servers else np.zeros(shape, dtype=bool)
     for order in mixed.choices(ordered=True):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ways = ([_alone(single, workload, mixed, order[0], training, plan, eff, shape)]
                     if len(order) == 1 else
                     _together(workload, mixed, order, training, plan, eff, shape))
         for way in ways:
+            if len(order) < every:  # asynchronous workers each push their own batch
+                way = replace(way, valid=way.valid & ~servers)
             best = way if best is None else _pick(_better(way, best), way, best)
     if best is None:
         raise ValueError("a mixed cluster needs at least one pool with nodes")

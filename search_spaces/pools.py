@@ -100,7 +100,8 @@ def mixed_cluster(section: ClusterSection, precision: str) -> MixedCluster:
                   for i, pool in enumerate(section.pools or ()))
     active = [c for c in pools if _number(c.nodes) > 0]
     if not active:
-        raise SpecError("every pool has 0 nodes; give at least one pool nodes", field="pools")
+        raise SpecError("every pool has 0 nodes; give at least one pool nodes",
+                        field="cluster.pools")
     bandwidth = fixed(section.inter_pool_bandwidth, field="cluster.inter_pool_bandwidth")
     if bandwidth is None:
         bandwidth = min(_number(c.scale_out_bandwidth_bytes_per_s) for c in active)

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
+from cost import FALLBACK_GEMM_FRACTION, ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
 from search_spaces import Space, SpecError, load_spec
 
-__all__ = ["Measurement", "Parameter", "errors", "fit", "parameters", "read_measurements",
-           "split", "summary"]
+__all__ = ["Measurement", "Parameter", "errors", "fit", "measurement", "parameters",
+           "read_measurements", "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -53,6 +53,14 @@ class Measurement:
         return best
 
 
+def measurement(space: Space, measured_s: float, *, row: int = 0) -> Measurement:
+    """One measured run of the spec `space` was made from: every plan it may have run."""
+    candidates = tuple((cluster, plans) for values in space.cluster_combinations()
+                       for cluster in [space.cluster(values)]
+                       for plans in space.plans(cluster))
+    return Measurement(row=row, space=space, candidates=candidates, measured_s=measured_s)
+
+
 def read_measurements(path: str | Path) -> list[Measurement]:
     """The rows of a measurements CSV; SpecError names the file, row and column."""
     path = Path(path)
@@ -72,11 +80,8 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         if not measured > 0:
             raise SpecError(f"row {i}: {row['measured_step_time_s']!r} is not a positive "
                             "number of seconds", file=file, field="measured_step_time_s")
-        space = Space.from_spec(load_spec(path.parent / row["spec"]))
-        candidates = tuple((cluster, plans) for values in space.cluster_combinations()
-                           for cluster in [space.cluster(values)]
-                           for plans in space.plans(cluster))
-        out.append(Measurement(row=i, space=space, candidates=candidates, measured_s=measured))
+        out.append(measurement(Space.from_spec(load_spec(path.parent / row["spec"])),
+                               measured, row=i))
     if not out:
         raise SpecError("no measurements; add rows with spec and measured_step_time_s",
                         file=file)
@@ -111,6 +116,7 @@ class Parameter:
 
     name: str
     apply: Callable[[Efficiency, float], Efficiency]
+    value: Callable[[Efficiency], float]
     lo: float
     hi: float
     log: bool = False
@@ -142,20 +148,17 @@ def parameters(rows: list[Measurement], *, network: bool = False) -> list[Parame
         (layers if r.space.model.kind == "layers" else gemm).update(names)
         servers |= any(bool(np.any(np.asarray(p.sync) == 4)) for _, p in r.candidates)
     out = [Parameter(f"gemm_fraction[{n}]", functools.partial(_with_pair, field="gemm", name=n),
-                     0.2, 0.95) for n in sorted(gemm)]
+                     functools.partial(_pair, field="gemm", name=n), 0.2, 0.95)
+           for n in sorted(gemm)]
     out += [Parameter(f"layers_fraction[{n}]",
-                      functools.partial(_with_pair, field="layers", name=n), 0.05, 4.0, log=True)
+                      functools.partial(_with_pair, field="layers", name=n),
+                      functools.partial(_pair, field="layers", name=n), 0.05, 4.0, log=True)
             for n in sorted(layers)]
-    if layers:
-        out.append(Parameter("step_overhead_s", functools.partial(_with, "step_overhead_s"),
-                             0.0, 0.3))
-    if servers:
-        out.append(Parameter("ps_bytes_per_s", functools.partial(_with, "ps_bytes_per_s"),
-                             1e7, 1e11, log=True))
-        out.append(Parameter("ps_update_s", functools.partial(_with, "ps_update_s"), 0.0, 0.05))
-    if network:
-        out.append(Parameter("network_fraction", functools.partial(_with, "network_fraction"),
-                             0.3, 1.0))
+    scalars = ([("step_overhead_s", 0.0, 0.3, False)] if layers else []) + (
+        [("ps_bytes_per_s", 1e7, 1e11, True), ("ps_update_s", 0.0, 0.05, False)]
+        if servers else []) + ([("network_fraction", 0.3, 1.0, False)] if network else [])
+    out += [Parameter(name, functools.partial(_with, name), functools.partial(_get, name),
+                      lo, hi, log) for name, lo, hi, log in scalars]
     return out
 
 
@@ -169,10 +172,94 @@ def fit(rows: list[Measurement], start: Efficiency, *, network: bool = False,
     [0, 50] ms."""
     eff = start
     loss = functools.partial(_loss, rows)
+    chosen = parameters(rows, network=network)
     for _ in range(sweeps):
-        for parameter in parameters(rows, network=network):
+        for parameter in chosen:
             eff = parameter.search(loss, eff)
+    if any(not p.name.startswith("gemm_fraction") for p in chosen):
+        eff = _polish(chosen, loss, eff)
     return eff
+
+
+def _coordinates(chosen: list[Parameter], x: np.ndarray) -> list[float]:
+    """Box coordinates in [0, 1] -> parameter values (log-scaled where `log`)."""
+    out = []
+    for p, u in zip(chosen, np.clip(x, 0.0, 1.0), strict=True):
+        if p.log:
+            out.append(math.exp(math.log(p.lo) + u * (math.log(p.hi) - math.log(p.lo))))
+        else:
+            out.append(p.lo + u * (p.hi - p.lo))
+    return out
+
+
+def _apply(chosen: list[Parameter], eff: Efficiency, x: np.ndarray) -> Efficiency:
+    for p, value in zip(chosen, _coordinates(chosen, x), strict=True):
+        eff = p.apply(eff, value)
+    return eff
+
+
+def _polish(chosen: list[Parameter], loss: Callable[[Efficiency], float], eff: Efficiency,
+            *, evaluations: int = 400) -> Efficiency:
+    """Nelder-Mead (Nelder and Mead, Comput. J. 1965) over all the parameters at once, in
+    [0, 1] box coordinates, from the coordinate-descent result: a layers model's per-GPU
+    speed, per-step overhead and server rate trade off against each other, which one
+    coordinate at a time follows slowly."""
+    start = np.array([_position(p, eff) for p in chosen])
+
+    def f(x: np.ndarray) -> float:
+        return loss(_apply(chosen, eff, x))
+
+    simplex = [start] + [start + np.eye(len(start))[i] * (0.05 if start[i] < 0.95 else -0.05)
+                         for i in range(len(start))]
+    values = [f(x) for x in simplex]
+    for _ in range(evaluations):
+        order = np.argsort(values)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        centre = np.mean(simplex[:-1], axis=0)
+        reflected = centre + (centre - simplex[-1])
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = centre + 2.0 * (centre - simplex[-1])
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = centre + 0.5 * (simplex[-1] - centre)
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                simplex = [simplex[0] + 0.5 * (x - simplex[0]) for x in simplex]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+        if max(values) - min(values) < 1e-12:
+            break
+    best = simplex[int(np.argmin(values))]
+    rounded = [float(f"{v:.4g}") for v in _coordinates(chosen, best)]
+    for p, value in zip(chosen, rounded, strict=True):
+        eff = p.apply(eff, value)
+    return eff
+
+
+def _position(parameter: Parameter, eff: Efficiency) -> float:
+    """Where `eff` sets the parameter, in its [0, 1] box coordinate."""
+    value = parameter.value(eff)
+    if parameter.log:
+        span = math.log(parameter.hi) - math.log(parameter.lo)
+        return (math.log(max(value, parameter.lo)) - math.log(parameter.lo)) / span
+    return (value - parameter.lo) / (parameter.hi - parameter.lo)
+
+
+def _get(name: str, eff: Efficiency) -> float:
+    return float(getattr(eff, name))
+
+
+def _pair(eff: Efficiency, *, field: str, name: str) -> float:
+    """A GPU's fraction in `eff` (its profile's, else what the model uses on a typical GPU:
+    the profile's for all, else the fallback)."""
+    pairs = dict(getattr(eff, f"{field}_fraction_by_gpu"))
+    given = getattr(eff, f"{field}_fraction")
+    return float(pairs.get(name, given if given is not None else FALLBACK_GEMM_FRACTION))
 
 
 def _with(name: str, eff: Efficiency, value: float) -> Efficiency:
