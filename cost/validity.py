@@ -81,13 +81,16 @@ def _gpus_of(cluster: AnyCluster) -> list[Any]:
 
 
 def _common_rules(cluster: AnyCluster, training: TrainingSpec) -> tuple[Rule, ...]:
-    """Degrees whole and filling the cluster, micro-batches dividing the batch, interleaving
-    with a pipeline, knob values from their vocabularies, a precision every GPU has."""
+    """Degrees whole and filling the cluster, micro-batches dividing the batch (each replica
+    its equal share, or, with balanced shares across pools, any share of at least one),
+    interleaving with a pipeline, knob values from their vocabularies, a precision every GPU
+    has."""
     batch = training.global_batch
     codes = {name: [float(i) for i in range(len(vocab))]
              for name, vocab in (("recompute", Recompute), ("offload", Offload))}
     precision = next((v for g in _gpus_of(cluster) if (v := precision_violation(
         g.peak_flops_per_s, g.name, training.precision)) is not None), None)
+    uneven = isinstance(cluster, MixedCluster) and len(cluster.used) > 1  # shares may differ
 
     def degrees_text(d: Degrees) -> str:
         return ("tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
@@ -108,9 +111,14 @@ def _common_rules(cluster: AnyCluster, training: TrainingSpec) -> tuple[Rule, ..
              lambda d: ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in
                                                (d.tp, d.pp, d.dp, d.cp, d.vs, d.mb)]),
              degrees_text),
-        Rule("batch", ("micro_batch", "dp", *layout), lambda d: ~_divides(d.dp * d.mb, batch),
+        Rule("batch", ("micro_batch", "dp", "placement", "batch_shares", *layout),
+             lambda d: np.where(uneven & (d.placement == _DATA) & (d.shares == _BALANCED),
+                                ~_divides(d.mb, batch) | (batch / d.mb < d.dp),
+                                ~_divides(d.dp * d.mb, batch)),
              lambda d: f"dp·micro_batch = {_one(d.dp * d.mb):g} does not divide "
-                       f"global_batch={batch}; change micro_batch or dp"),
+                       f"global_batch={batch} (with balanced shares across pools: "
+                       "micro_batch must divide it, one micro-batch a replica at least); "
+                       "change micro_batch or dp"),
         Rule("interleave", ("virtual_stages", "micro_batch", "dp", *layout),
              lambda d: (d.vs > 1) & ((d.pp < 2) | ~_divides(d.pp, d.micro_batches)),
              lambda d: f"virtual_stages={_one(d.vs):g} needs pp >= 2 and micro-batches "

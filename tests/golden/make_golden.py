@@ -119,6 +119,9 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     out = []
     for values, plan in picked:
         cluster = dict(raw["cluster"])
+        if "pools" in cluster:
+            out.append({"spec": _pools_spec(raw, values, plan)})
+            continue
         for key, value in values.items():
             if key.startswith("expansion.") and value is not None:
                 cluster.setdefault("expansion", {})
@@ -133,6 +136,25 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
                                                            "objective", "constraints")}
         out.append({"spec": {**base, "cluster": cluster, "plan": plan}})
     return out
+
+
+def _pools_spec(raw: dict[str, Any], values: dict[str, Any], plan: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A fixed spec of a pools example: each `pools[i].<field>` value in its pool."""
+    pools = [dict(p) for p in raw["cluster"]["pools"]]
+    cluster = {**raw["cluster"], "pools": pools}
+    for key, value in values.items():
+        if key.startswith("pools["):
+            index, field = key[len("pools["):].split("].")
+            if value is not None and (field in pools[int(index)] or field == "nodes"):
+                pools[int(index)][field] = value
+        elif value is not None:
+            cluster[key] = value
+    plan = {k: v for k, v in plan.items()  # dp fills the pools a plan uses
+             if not (k == "sync" and v == "auto") and k != "dp"}
+    base = {k: v for k, v in raw.items() if k not in ("plan", "cluster", "search",
+                                                       "objective", "constraints")}
+    return {**base, "cluster": cluster, "plan": plan}
 
 
 def main() -> int:

@@ -66,7 +66,8 @@ def _role(pool: Mapping[str, Any]) -> str:
                 f"micro-batches, {100 * pool['share']:.0f} % of the samples")
     if pool["role"] == "pipeline":
         first, stages = int(pool["first_stage"]), int(pool["stages"])
-        return (f"pipeline: stages {first}-{first + stages - 1} (dp {pool['replicas']:g}), "
+        which = f"stage {first}" if stages == 1 else f"stages {first}-{first + stages - 1}"
+        return (f"pipeline: {which} (dp {pool['replicas']:g}), "
                 f"up to {pool['layers']:g} layers a stage, {100 * pool['share']:.0f} % of the "
                 "layers")
     return "idle"
