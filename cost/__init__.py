@@ -10,7 +10,7 @@ May import numpy and the standard library only: nothing of Optuna, files or the 
 
 from .attention import MLA
 from .breakdown import CostReport, MemoryUse, Price, StepTime
-from .codec import KNOBS, PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
+from .codec import KNOBS, PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
 from .errors import CostModelError
 from .evaluate import evaluate, evaluate_grid
@@ -18,6 +18,7 @@ from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
 from .layers import Layer, LayersModel
 from .moe import MoEModelSpec
+from .pools import MixedCluster, PoolUse
 from .precision import element_bytes
 from .result import ClusterSummary, PlanResult, plan_result
 from .sync import SYNC
@@ -33,7 +34,7 @@ from .validity import (
 )
 from .workload import Workload
 
-COST_MODEL_VERSION = "2"
+COST_MODEL_VERSION = "3"
 
 __all__ = [
     "COST_MODEL_VERSION",
@@ -54,15 +55,19 @@ __all__ = [
     "Layer",
     "LayersModel",
     "MemoryUse",
+    "MixedCluster",
     "MoEModelSpec",
     "ModelSpec",
     "NoValidValueError",
     "Offload",
+    "Placement",
     "Plan",
     "PlanRecord",
     "PlanResult",
+    "PoolUse",
     "Price",
     "Recompute",
+    "Shares",
     "StepTime",
     "Sync",
     "TrainingSpec",

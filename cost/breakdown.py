@@ -7,11 +7,14 @@ shared/SPEC.md's JSON (`compute`, `weights`), in builtin numbers.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .inputs import Array
+
+if TYPE_CHECKING:
+    from .pools import PoolUse
 
 __all__ = ["CostReport", "MemoryUse", "Price", "StepTime"]
 
@@ -112,6 +115,8 @@ class CostReport:
     expansion_capacity_bytes: Array
     valid: Array  # structurally valid plan
     fits: Array  # fits in HBM and in the expansion tier
+    pools: tuple[PoolUse, ...] = ()  # what each pool does, on a cluster of several GPU types
+    bottleneck: Array | None = None  # the pool bounding the step (cost.pools.SERVERS: servers)
 
     @property
     def step_time_s(self) -> Array:

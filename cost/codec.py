@@ -23,8 +23,10 @@ __all__ = [
     "PLAN_KNOBS",
     "Knob",
     "Offload",
+    "Placement",
     "PlanRecord",
     "Recompute",
+    "Shares",
     "Sync",
     "decode",
     "encode",
@@ -55,6 +57,23 @@ class Sync(str, enum.Enum):
     HIERARCHICAL = "hierarchical"
     DIRECT = "direct"
     PARAMETER_SERVER = "parameter_server"
+
+
+class Placement(str, enum.Enum):
+    """Where a plan puts its ranks on a cluster of several GPU types (cluster.pools): each
+    pool holds whole replicas (data), or each replica's pipeline stages span the pools
+    (pipeline)."""
+
+    DATA = "data"
+    PIPELINE = "pipeline"
+
+
+class Shares(str, enum.Enum):
+    """How the batch is shared among data-parallel replicas on different GPUs: so that they
+    finish together (balanced), or equally."""
+
+    BALANCED = "balanced"
+    EQUAL = "equal"
 
 
 AUTO_SYNC = "auto"
@@ -109,6 +128,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("sync", None, Sync, unset_code=-1.0), Knob("parameter_servers", None, unset_code=1.0),
     Knob("shard_group", None, unset_code=0.0),
     Knob("ep", 1), Knob("etp", 1),
+    Knob("placement", Placement.DATA, Placement), Knob("batch_shares", Shares.BALANCED, Shares),
 )
 """Every plan knob, in cost.Plan's order."""
 PLAN_KNOBS: tuple[str, ...] = tuple(k.name for k in KNOBS)
@@ -144,6 +164,8 @@ class PlanRecord:
     shard_group: int = 0  # ranks sharing one ZeRO shard (hybrid sharding); 0: all dp·cp ranks
     ep: int = 1
     etp: int = 1
+    placement: Placement = Placement.DATA
+    batch_shares: Shares = Shares.BALANCED
 
     def to_plan(self) -> Plan:
         """The model's numeric plan (scalars)."""
@@ -167,7 +189,7 @@ class PlanRecord:
         given = {f.name: data[f.name] for f in fields(cls) if f.name in data}
         if given.get("sync") == AUTO_SYNC:
             given["sync"] = None
-        for name in ("recompute", "offload", "sync"):
+        for name in ("recompute", "offload", "sync", "placement", "batch_shares"):
             vocabulary = _BY_NAME[name].vocabulary
             if given.get(name) is not None and vocabulary is not None:
                 given[name] = vocabulary(given[name])

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec
+
+if TYPE_CHECKING:
+    from .pools import MixedCluster
 
 __all__ = ["Degrees", "degrees", "grid_degrees"]
 
@@ -33,6 +37,8 @@ class Degrees:
     micro_batches: Array
     ep: Array  # expert-parallel degree (1 for a dense model)
     etp: Array  # tensor-parallel degree inside an expert
+    placement: Array  # cost.codec.Placement code (clusters of several GPU types)
+    shares: Array  # cost.codec.Shares code
 
     @property
     def edp(self) -> Array:
@@ -54,11 +60,14 @@ class Degrees:
 
 
 _FIELDS = ("tp", "pp", "dp", "cp", "vs", "mb", "recompute", "sp", "zero", "offload", "sync",
-           "parameter_servers", "shard_group", "gpus", "micro_batches", "ep", "etp")
+           "parameter_servers", "shard_group", "gpus", "micro_batches", "ep", "etp",
+           "placement", "shares")
 
 
-def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees:
-    """The plan's degrees on `cluster` for `training`'s batch."""
+def degrees(cluster: ClusterSpec | MixedCluster, training: TrainingSpec, plan: Plan
+            ) -> Degrees:
+    """The plan's degrees on `cluster` (the GPUs a mixed cluster's plan uses) for
+    `training`'s batch."""
     a = plan.arrays(cluster.gpus)
     dp, mb = a["dp"], a["micro_batch"]
     return Degrees(
@@ -69,6 +78,7 @@ def degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> Degrees
         shard_group=np.where(a["shard_group"] > 0, a["shard_group"], dp * a["cp"]),
         gpus=a["gpus"],
         micro_batches=training.global_batch / (dp * mb), ep=a["ep"], etp=a["etp"],
+        placement=a["placement"], shares=a["batch_shares"],
     )
 
 
@@ -81,7 +91,7 @@ def grid_degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> De
     f = {name: np.asarray(getattr(plan, name), dtype=np.float64) for name in (
         "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
         "sequence_parallel", "zero", "offload", "sync", "parameter_servers", "shard_group",
-        "ep", "etp")}
+        "ep", "etp", "placement", "batch_shares")}
     gpus = np.asarray(cluster.gpus, dtype=np.float64)
     dp = f["dp"]
     if np.any(dp <= 0):
@@ -94,4 +104,5 @@ def grid_degrees(cluster: ClusterSpec, training: TrainingSpec, plan: Plan) -> De
         parameter_servers=f["parameter_servers"], gpus=gpus,
         shard_group=np.where(f["shard_group"] > 0, f["shard_group"], dp * f["cp"]),
         micro_batches=training.global_batch / (dp * mb), ep=f["ep"], etp=f["etp"],
+        placement=f["placement"], shares=f["batch_shares"],
     )

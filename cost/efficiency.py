@@ -75,12 +75,56 @@ class Efficiency:
     """A token crosses to each remote scale-up domain once and is fanned out to its experts
     there over NVLink (DeepEP, Megatron-Core's HybridEP; DeepSeek-V3 report sec. 3.2.2);
     False: every routed copy crosses on its own (NCCL all-to-all)."""
-    layers_batch_half: float = 8.0
-    """Per-GPU batch (samples) at which a layers model (CNN) runs at half its large-batch rate:
-    small batches leave SMs idle between kernels."""
-    layer_overhead_s: float = 50e-6
-    """Seconds of kernel launches and framework work per layer and forward pass of a layers
-    model (conv, batch norm, activation: a few kernels of some 10 us each)."""
+    layers_fraction: float | None = None
+    """Fraction of dense peak FLOP/s the convolutions (implicit GEMMs) and dense layers of a
+    layers model sustain at large shapes; None: the GPU's own (GPUSpec.layers_fraction, from
+    the catalog), else its GEMM fraction (gemm_fraction_for). Small channel counts and batches
+    are discounted further by `layers_half_dim`."""
+    layers_fraction_by_gpu: tuple[tuple[str, float], ...] = ()
+    """(GPU name, layers fraction) pairs of a calibration profile; they win over the rest."""
+    layers_half_dim: float = 128.0
+    """A convolution's implicit-GEMM dimension d (batch x output pixels, output channels,
+    input channels x kernel area) runs at d / (d + layers_half_dim) of the large-shape rate:
+    cuDNN's and CUTLASS's convolution tiles are 64-128 wide (CUTLASS conv2d threadblock
+    128x128x32), half the 256-wide tiles of large transformer GEMMs."""
+    layers_winograd: float = 1.9
+    """How much faster fp32 convolutions run on GPUs without tensor cores for fp32 (before
+    Ampere's TF32) than their FLOPs at the layers fraction say: cuDNN picks Winograd and FFT
+    algorithms there, which need fewer multiply-adds (Lavin and Gray, CVPR 2016: 2.25x fewer
+    for F(2x2, 3x3)). 1.9 fits V100 FP32 ResNet-50 v1.5 to NVIDIA's DeepLearningExamples
+    (1 GPU, batch 256: 16 GB 367 img/s, -2.5%; 32 GB 356 img/s, +0.5%) with the V100's GEMM
+    fraction."""
+    layers_forward_passes: float = 5.0
+    """Output-sized HBM passes per layer forward besides the convolution: batch norm in
+    training reads its input for the statistics, reads it again and writes the output (cuDNN's
+    two-kernel batch norm), ReLU (in place) reads and writes it."""
+    layers_backward_passes: float = 8.0
+    """Output-sized HBM passes per layer backward: the ReLU gradient (read gradient and output,
+    write), batch norm's backward (read gradient and input for the reductions, read both again
+    and write the input gradient)."""
+    layer_overhead_s: float = 130e-6
+    """Host (framework) seconds to issue one layer's forward kernels (conv, batch norm,
+    activation, residual add); the backward takes twice as long. The device waits for the host
+    where the host is slower (launch-bound: small layers, small batches). 130 us: eager
+    PyTorch 2.11 on the H100 host of shared/validation/gpu, where a CIFAR ResNet-32 at batch
+    128 takes 13.2 ms for 34 layers, whatever the batch and precision (launch-bound)."""
+    step_overhead_s: float = 0.0
+    """Host seconds per optimizer step that nothing overlaps: a TensorFlow session.run with
+    its parameter-server RPCs, input pipeline hand-off (0 for eager PyTorch, where the next
+    step's launches overlap the last one's kernels); `tuner calibrate` fits it (CM-DARE)."""
+    workspace_bytes: float = 64 * 2**20
+    """HBM a layers model's framework holds besides tensors: cuBLAS (32 MiB on Hopper) and
+    cuDNN convolution workspaces, allocated through PyTorch's caching allocator (bytes)."""
+    ps_update_s: float = 2.4e-3
+    """Seconds a parameter server spends per update request beside the bytes it moves: the
+    RPC, deserialising the request, scheduling the update (TensorFlow's gRPC servers). Fitted
+    with ps_bytes_per_s to CM-DARE's 27 ResNet-15 runs (K80, P100, V100 workers, one and two
+    servers; `python benchmarks/cmdare.py --server-defaults`)."""
+    ps_bytes_per_s: float = 0.86e9
+    """Bytes per second one parameter server (a CPU process) applies and serves: gradients
+    received plus weights sent per update, whichever of this and its link is slower. A
+    parameter server saturates on this rate before its network is full (CM-DARE: one server
+    caps ResNet-32 at about 45 updates/s, 0.7 GB/s, on an 8 Gbit/s VM)."""
     optimizer_bytes_per_param: float = 40.0
     """HBM bytes read and written per local parameter by a fused Adam step (fp32 state)."""
     params: str | None = None
@@ -129,7 +173,7 @@ class Efficiency:
         """Builtin types only: the GPU pairs as a mapping, numbers as floats."""
         out: dict[str, Any] = {}
         for k, v in asdict(self).items():
-            if k == "gemm_fraction_by_gpu":
+            if k.endswith("_by_gpu"):
                 out[k] = {name: float(f) for name, f in v}
             else:
                 out[k] = v if v is None or isinstance(v, (bool, str)) else float(v)
@@ -144,6 +188,18 @@ class Efficiency:
         if self.gemm_fraction is not None:
             return self.gemm_fraction
         return FALLBACK_GEMM_FRACTION if gpu.gemm_fraction is None else gpu.gemm_fraction
+
+    def layers_fraction_for(self, gpu: GPUSpec) -> float:
+        """A layers model's fraction of peak on `gpu`: this profile's for that GPU
+        (layers_fraction_by_gpu), else this profile's for all, else the GPU's catalog value,
+        else its GEMM fraction (gemm_fraction_for)."""
+        by_gpu = dict(self.layers_fraction_by_gpu)
+        if gpu.name in by_gpu:
+            return by_gpu[gpu.name]
+        if self.layers_fraction is not None:
+            return self.layers_fraction
+        return self.gemm_fraction_for(gpu) if gpu.layers_fraction is None \
+            else gpu.layers_fraction
 
     def with_(self, **changes: Any) -> Efficiency:
         return replace(self, **changes)

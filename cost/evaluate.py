@@ -13,6 +13,8 @@ from .degrees import Degrees, degrees, grid_degrees
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .inputs import ClusterSpec, Plan, TrainingSpec
 from .memory import hbm_usable_bytes, memory_use
+from .mixed import evaluate_mixed
+from .pools import MixedCluster
 from .price import price
 from .schedule import step_time
 from .validity import valid_mask
@@ -27,14 +29,18 @@ over a million plans on a 2-core machine)."""
 
 
 def evaluate(
-    workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
-    *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
+    plan: Plan, *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
 ) -> CostReport:
     """Step time, memory and price of every plan in `plan` (fields broadcast together).
 
     Structurally invalid plans are evaluated as well as the formulas allow and flagged in
     `valid`; plans over HBM or expansion capacity are flagged in `fits`. A long 1-D array of
-    plans on a scalar cluster is evaluated CHUNK plans at a time."""
+    plans on a scalar cluster is evaluated CHUNK plans at a time. A cluster of several GPU
+    types (cost.pools.MixedCluster) is evaluated by cost.mixed, each of its pools alone as
+    here."""
+    if isinstance(cluster, MixedCluster):
+        return evaluate_mixed(workload, cluster, training, plan, efficiency, _single)
     shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
     scalar_cluster = all(np.ndim(getattr(cluster, f.name)) == 0 for f in fields(cluster))
     if len(shape) == 1 and shape[0] > CHUNK and scalar_cluster:
@@ -42,6 +48,11 @@ def evaluate(
                  for i in range(0, shape[0], CHUNK)]
         return _concatenate(parts)
     return _evaluate(workload, cluster, training, plan, efficiency)
+
+
+def _single(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
+            efficiency: Efficiency) -> CostReport:
+    return evaluate(workload, cluster, training, plan, efficiency=efficiency)
 
 
 def _slice(plan: Plan, n: int, start: int) -> Plan:
@@ -53,6 +64,8 @@ def _slice(plan: Plan, n: int, start: int) -> Plan:
 def _concatenate(parts: list[Any]) -> Any:
     """Join the reports (or breakdowns) of consecutive chunks field by field."""
     first = parts[0]
+    if first is None or (isinstance(first, tuple) and not first):
+        return first
     if not is_dataclass(first):
         if np.ndim(first) == 0:
             return first
@@ -62,15 +75,36 @@ def _concatenate(parts: list[Any]) -> Any:
                    for f in fields(first)})
 
 
+def _reshape(part: Any, n: int, shape: tuple[int, ...]) -> Any:
+    """A flat report (or breakdown) of `n` plans with every per-plan array in `shape`."""
+    if part is None or (isinstance(part, tuple) and not part):
+        return part
+    if isinstance(part, tuple):
+        return tuple(_reshape(p, n, shape) for p in part)
+    if not is_dataclass(part):
+        return np.reshape(part, shape) if np.size(part) == n and np.ndim(part) == 1 else part
+    kind: Any = type(part)
+    return kind(**{f.name: _reshape(getattr(part, f.name), n, shape) for f in fields(part)})
+
+
 def evaluate_grid(
-    workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
-    *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
+    plan: Plan, *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
 ) -> CostReport:
     """`evaluate` on a grid of plans: `plan`'s fields are arrays on their own axes (shapes that
     broadcast together, e.g. layouts (F, 1, 1) x recompute (1, 3, 1) x zero (1, 1, 4)). Each
     term of the model is computed once per distinct combination of the knobs it reads and
     broadcast (cost.degrees.grid_degrees): the numbers are those of the flat plans, at a
-    fraction of the work. The report's arrays broadcast to the grid's shape."""
+    fraction of the work. The report's arrays broadcast to the grid's shape. A cluster of
+    several GPU types is evaluated plan by plan (cost.mixed places each plan on its pools) and
+    its report shaped as the grid."""
+    if isinstance(cluster, MixedCluster):
+        shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
+        n = int(np.prod(shape))
+        flat = Plan(**{f.name: np.broadcast_to(getattr(plan, f.name), shape).ravel()
+                       for f in fields(plan)})
+        return _reshape(evaluate(workload, cluster, training, flat, efficiency=efficiency),
+                        n, shape)
     return _report(workload, cluster, training, grid_degrees(cluster, training, plan),
                    efficiency)
 

@@ -48,6 +48,7 @@ class GPUSpec:
     price_usd_per_hour: float = 0.0
     spot_price_usd_per_hour: float | None = None
     gemm_fraction: float | None = None  # sustained share of peak in training GEMMs, if known
+    layers_fraction: float | None = None  # the same for a layers model's convolutions, if known
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_for(self, precision: str) -> float:
@@ -113,9 +114,10 @@ class TrainingSpec:
 class Plan:
     """A plan in the model's numbers; every field may be an array (all broadcast together).
 
-    `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute`, `offload` and `sync` are
-    codes of cost.codec's vocabularies (sync -1: the fastest collective for the message);
-    cost.codec.PlanRecord is one plan in the user's words.
+    `dp` 0 means "the rest": GPUs / (tp * pp * cp). `recompute`, `offload`, `sync`,
+    `placement` and `batch_shares` are codes of cost.codec's vocabularies (sync -1: the
+    fastest collective for the message); cost.codec.PlanRecord is one plan in the user's
+    words.
     """
 
     tp: ArrayLike = 1
@@ -133,6 +135,8 @@ class Plan:
     shard_group: ArrayLike = 0  # ranks of one ZeRO shard among the dp·cp replicas; 0: all
     ep: ArrayLike = 1  # expert-parallel degree (mixture of experts)
     etp: ArrayLike = 1  # tensor-parallel degree inside an expert
+    placement: ArrayLike = 0  # code into cost.codec.Placement: 0 data, 1 pipeline
+    batch_shares: ArrayLike = 0  # code into cost.codec.Shares: 0 balanced, 1 equal
 
     def arrays(self, gpus: ArrayLike) -> dict[str, Array]:
         """All fields as float arrays broadcast to one shape, with dp resolved."""
@@ -140,6 +144,7 @@ class Plan:
             "tp", "pp", "dp", "cp", "virtual_stages", "micro_batch",
             "recompute", "sequence_parallel", "zero", "offload", "sync", "parameter_servers",
             "shard_group", "ep", "etp",
+            "placement", "batch_shares",
         )
         values = [np.asarray(getattr(self, n), dtype=np.float64) for n in names]
         values.append(np.asarray(gpus, dtype=np.float64))

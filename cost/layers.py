@@ -1,11 +1,14 @@
 """A network given as its layers (CNNs and others), trained data-parallel in pipeline stages,
 as a workload (cost.workload.Workload).
 
-Per layer and sample: forward FLOPs, parameters, activation bytes (shared/SPEC.md `kind:
-layers`). One micro-batch of the slowest stage: forward and backward (2x) on a roofline of the
-GPU, the element-wise passes over the activations (batch norm, ReLU), kernel launches; fp32
-weights, gradients and two Adam moments. This is the workload of CM-DARE (TensorFlow's
-asynchronous parameter servers on cloud GPUs) and of the Manoa/MiMatrix cluster.
+Per layer and sample: forward FLOPs, parameters, the bytes it keeps for the backward pass and
+its output elements (shared/SPEC.md `kind: layers`). Each layer is a convolution (or a dense
+layer) run as an implicit GEMM whose dimensions follow from those figures, followed by batch
+norm and an activation; its time is the larger of what the device needs and what the host
+needs to issue it (cost.layers_time). The weights, gradients and two Adam moments are fp32;
+activations take the training precision (bf16 autocast keeps them in 16 bits). This is the
+workload of CM-DARE (TensorFlow's asynchronous parameter servers on cloud GPUs), of the
+Manoa/MiMatrix cluster, and of the H100 runs of shared/validation/gpu.
 """
 
 from __future__ import annotations
@@ -19,23 +22,34 @@ import numpy as np
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, TrainingSpec
-from .kernels import memory_bound_s
-from .workload import Footprint, ParamGroup, Rule, StageCost, StateBytes
+from .layers_time import LayerShapes, stage_seconds
+from .precision import element_bytes
+from .workload import Footprint, LayerCosts, ParamGroup, Rule, StageCost, StateBytes
 
 __all__ = ["Layer", "LayersModel", "stage_split"]
 
 _FP32_STATE = StateBytes(weight=4.0, gradient=4.0, optimizer=8.0)
-"""fp32 weights and gradients, two fp32 Adam moments (the layers model trains in fp32)."""
+"""fp32 weights and gradients, two fp32 Adam moments (mixed precision keeps fp32 masters)."""
+_STORED_FP32_BYTES = 8.0
+"""Bytes per output element a conv + batch norm + ReLU layer keeps in fp32: the convolution's
+output (batch norm's input) and the activation's output (the next layer's input)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Layer:
-    """One layer, per sample: forward FLOPs, parameters, bytes of its output activations."""
+    """One layer, per sample: forward FLOPs, parameters, the bytes it keeps for the backward
+    pass in fp32 (half of it in 16-bit training), and its output elements (0: derived from the
+    kept bytes as a conv + batch norm + ReLU layer keeps two fp32 tensors of its output)."""
 
     name: str
     forward_flops: float
     params: float
     activation_bytes: float
+    outputs: float = 0.0
+
+    @property
+    def output_elements(self) -> float:
+        return self.outputs if self.outputs > 0 else self.activation_bytes / _STORED_FP32_BYTES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,7 +62,8 @@ class LayersModel:
     kind: ClassVar[str] = "layers"
     unit: ClassVar[str] = "samples"
     knobs: ClassVar[frozenset[str]] = frozenset(
-        {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "sync", "parameter_servers"})
+        {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "sync", "parameter_servers",
+         "placement", "batch_shares"})
     asynchronous_parameter_servers: ClassVar[bool] = True
 
     @property
@@ -91,25 +106,40 @@ class LayersModel:
 
     def stage_cost(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                    eff: Efficiency) -> StageCost:
-        stage = _slowest_stage(self, d.pp)
-        forward, backward = _compute_s(cluster, training, stage, d.mb, eff)
+        """One micro-batch on the slowest of the FLOP-balanced stages (cost.layers_time), and
+        the step's unoverlapped host overhead shared out over its micro-batches."""
+        forward, backward = _slowest_stage_s(self, cluster, training, d, eff)
+        per_step = eff.step_overhead_s / np.maximum(d.micro_batches, 1.0)
         zero = np.zeros(np.shape(forward))
-        return StageCost(compute_s=forward + backward, recompute_s=zero, tp_comm_s=zero,
-                         cp_comm_s=zero, forward_s=forward, backward_s=backward,
+        figures = _stage_figures(self, d.pp)
+        act = element_bytes(training.precision)["activation"]
+        return StageCost(compute_s=forward + backward + per_step, recompute_s=zero,
+                         tp_comm_s=zero, cp_comm_s=zero, forward_s=forward, backward_s=backward,
                          bubble_unit_s=forward + backward,
-                         send_bytes=stage["boundary"] * d.mb, units=stage["layers"])
+                         send_bytes=figures["boundary"] * act * d.mb,
+                         units=figures["layers"])
 
     def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                   eff: Efficiency) -> Footprint:
-        """fp32 states of the stage's parameters; the activations of the micro-batches in
-        flight (1F1B: up to pp) kept for the backward."""
-        stage = _slowest_stage(self, d.pp)
-        zero = np.zeros(d.shape)
+        """fp32 states of the fullest stage's parameters; the activations it keeps for the
+        micro-batches in flight (1F1B: up to pp), at the training precision; the framework's
+        workspaces, and under 16-bit autocast the 16-bit copies of the weights."""
+        stage = _stage_figures(self, d.pp)
+        act = element_bytes(training.precision)["activation"]
+        copies = np.where(act < 4.0, stage["params"] * act, 0.0)
+        kept = stage["activations"] * act / 4.0 * d.mb * np.minimum(d.micro_batches, d.pp)
         return Footprint(
             groups=(ParamGroup(params=stage["params"], replicas=d.dp * d.cp, stride=d.tp),),
             state=_FP32_STATE, resident_params=stage["params"],
-            activations_bytes=stage["activations"] * d.mb * np.minimum(d.micro_batches, d.pp),
-            buffers_bytes=zero)
+            activations_bytes=kept,
+            buffers_bytes=np.broadcast_to(eff.workspace_bytes + copies, d.shape))
+
+    def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                    eff: Efficiency) -> LayerCosts | None:
+        """None: a layers model's layers differ, so its stages are split by FLOPs
+        (stage_split), not into equal layers of a per-GPU speed; across pools of different
+        GPUs it trains data-parallel."""
+        return None
 
     def units_per_step(self, training: TrainingSpec) -> float:
         return float(training.global_batch)
@@ -135,39 +165,45 @@ def stage_split(model: LayersModel, stages: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
-def _slowest_stage(model: LayersModel, pp: Array) -> dict[str, Array]:
-    """Per plan, the figures of its slowest stage (by forward FLOPs) and of the largest
-    activation crossing a stage boundary (per sample)."""
+def _valid_stage_counts(model: LayersModel, pp: Array) -> list[int]:
+    return [int(s) for s in np.unique(pp) if s == int(s) and 1 <= s <= len(model.layers)]
+
+
+def _stage_figures(model: LayersModel, pp: Array) -> dict[str, Array]:
+    """Per plan, the parameters and kept bytes (fp32, per sample) of its fullest stage, the
+    largest output crossing a stage boundary (elements per sample) and the most layers a
+    stage holds."""
     out: dict[str, Array] = {k: np.zeros(np.shape(pp)) for k in
-                             ("flops", "params", "activations", "layers", "boundary")}
-    for stages in np.unique(pp):
-        n = int(stages)
-        if n < 1 or n > len(model.layers) or n != stages:
-            continue
+                             ("params", "activations", "boundary", "layers")}
+    for n in _valid_stage_counts(model, pp):
         ranges = stage_split(model, n)
         parts = [model.layers[a:b] for a, b in ranges]
-        worst = max(parts, key=lambda p: sum(x.forward_flops for x in p))
-        figures = {"flops": sum(x.forward_flops for x in worst),
-                   "params": max(sum(x.params for x in p) for p in parts),
+        figures = {"params": max(sum(x.params for x in p) for p in parts),
                    "activations": max(sum(x.activation_bytes for x in p) for p in parts),
-                   "layers": len(worst),
-                   "boundary": max((model.layers[b - 1].activation_bytes for _, b in ranges[:-1]),
-                                   default=0.0) / 3.0}
+                   "boundary": max((model.layers[b - 1].output_elements
+                                    for _, b in ranges[:-1]), default=0.0),
+                   "layers": max(b - a for a, b in ranges)}
         for k, v in figures.items():
-            out[k] = np.where(pp == stages, v, out[k])
+            out[k] = np.where(pp == n, v, out[k])
     return out
 
 
-def _compute_s(cluster: ClusterSpec, training: TrainingSpec, stage: dict[str, Array],
-               batch: Array, eff: Efficiency) -> tuple[Array, Array]:
-    """Forward and backward seconds of one micro-batch on the slowest stage: its FLOPs at the
-    GPU's GEMM fraction, discounted for small batches (b / (b + layers_batch_half)), plus
-    `elementwise_passes_ffn` HBM passes over its activations and `layer_overhead_s` of kernel
-    launches per layer; backward twice the forward."""
-    gpu = cluster.gpu
-    peak = gpu.peak_for(training.precision) * eff.gemm_fraction_for(gpu)
-    rate = peak * batch / (batch + eff.layers_batch_half)
-    passes = memory_bound_s(eff.elementwise_passes_ffn * stage["activations"] * batch,
-                            hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
-    forward = stage["flops"] * batch / rate + passes + stage["layers"] * eff.layer_overhead_s
-    return forward, 2.0 * forward
+def _slowest_stage_s(model: LayersModel, cluster: ClusterSpec, training: TrainingSpec,
+                     d: Degrees, eff: Efficiency) -> tuple[Array, Array]:
+    """Forward and backward seconds of one micro-batch on the slowest stage of each plan."""
+    shapes = LayerShapes.of(model.layers)
+    forward = np.zeros(d.shape)
+    backward = np.zeros(d.shape)
+    for n in _valid_stage_counts(model, d.pp):
+        here = d.pp == n
+        slowest_f = np.zeros(d.shape)
+        slowest_b = np.zeros(d.shape)
+        for a, b in stage_split(model, n):
+            f, bw = stage_seconds(shapes, a, b, gpu=cluster.gpu, precision=training.precision,
+                                  batch=d.mb, eff=eff)
+            slower = f + bw > slowest_f + slowest_b
+            slowest_f = np.where(slower, f, slowest_f)
+            slowest_b = np.where(slower, bw, slowest_b)
+        forward = np.where(here, slowest_f, forward)
+        backward = np.where(here, slowest_b, backward)
+    return forward, backward

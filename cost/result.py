@@ -12,6 +12,7 @@ import numpy as np
 from .breakdown import CostReport, pick
 from .codec import PlanRecord
 from .inputs import ClusterSpec, Plan, TrainingSpec
+from .pools import ROLES, SERVERS, MixedCluster, price_cluster
 from .validity import plan_violations
 from .workload import Workload
 
@@ -39,9 +40,12 @@ class ClusterSummary:
     expansion_bandwidth_bytes_per_s: float
     pricing: str
     price_usd_per_gpu_hour: float
+    pools: tuple[Mapping[str, Any], ...] = ()  # GPUs of several types: each pool's summary
 
     @classmethod
-    def of(cls, cluster: ClusterSpec) -> ClusterSummary:
+    def of(cls, cluster: ClusterSpec | MixedCluster) -> ClusterSummary:
+        if isinstance(cluster, MixedCluster):
+            return cls._of_pools(cluster)
         return cls(
             gpu=cluster.gpu.name, nodes=int(_one(cluster.nodes)),
             gpus_per_node=int(_one(cluster.gpus_per_node)), gpus=int(_one(cluster.gpus)),
@@ -52,8 +56,37 @@ class ClusterSummary:
             expansion_bandwidth_bytes_per_s=_one(cluster.expansion_bandwidth_bytes_per_s),
             pricing=cluster.pricing, price_usd_per_gpu_hour=_one(cluster.price_usd_per_gpu_hour))
 
+    @classmethod
+    def _of_pools(cls, cluster: MixedCluster) -> ClusterSummary:
+        """The pools together (GPUs, nodes, the mean price per GPU-hour, the least HBM and
+        bandwidths, pricing 'mixed' where pools differ), and each pool's own summary."""
+        active = [i for i in cluster.active()] or [0]
+        each = [cls.of(cluster.pools[i]) for i in range(len(cluster.pools))]
+        pricing = {each[i].pricing for i in active}
+        summary = price_cluster(cluster)
+        pools = tuple({"name": cluster.names[i], **each[i].as_dict()}
+                      for i in range(len(cluster.pools)))
+        return cls(
+            gpu="+".join(each[i].gpu for i in active), nodes=sum(each[i].nodes for i in active),
+            gpus_per_node=min(each[i].gpus_per_node for i in active),
+            gpus=int(cluster.all_gpus),
+            hbm_capacity_bytes=min(each[i].hbm_capacity_bytes for i in active),
+            scale_up_bandwidth_bytes_per_s=min(each[i].scale_up_bandwidth_bytes_per_s
+                                               for i in active),
+            scale_out_bandwidth_bytes_per_s=min(each[i].scale_out_bandwidth_bytes_per_s
+                                                for i in active),
+            expansion_capacity_bytes=min(each[i].expansion_capacity_bytes for i in active),
+            expansion_bandwidth_bytes_per_s=min(each[i].expansion_bandwidth_bytes_per_s
+                                                for i in active),
+            pricing=pricing.pop() if len(pricing) == 1 else "mixed",
+            price_usd_per_gpu_hour=_one(summary.price_usd_per_gpu_hour), pools=pools)
+
     def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["pools"] = [dict(p) for p in self.pools]
+        if not self.pools:
+            del out["pools"]
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +113,8 @@ class PlanResult:
     revocation_overhead: float
     checkpoint_interval_s: float
     constraints: Mapping[str, float] = field(default_factory=dict)
+    pools: tuple[Mapping[str, Any], ...] = ()  # GPUs of several types: what each pool does
+    bottleneck: str = ""  # the pool (or "parameter servers") that bounds the step
     extra: Mapping[str, Any] = field(default_factory=dict)  # stored keys this record lacks
 
     @property
@@ -118,6 +153,9 @@ class PlanResult:
         }
         if self.constraints:
             out["constraints"] = dict(self.constraints)
+        if self.pools:
+            out["pools"] = [dict(p) for p in self.pools]
+            out["bottleneck"] = self.bottleneck
         return {**self.extra, **out}
 
     @classmethod
@@ -128,8 +166,11 @@ class PlanResult:
         values: dict[str, Any] = {f.name: data[f.name] for f in fields(cls)
                                   if f.name in data and f.name not in ("plan", "cluster")}
         values["plan"] = PlanRecord.from_dict(data.get("plan", {}))
-        values["cluster"] = ClusterSummary(**{**_EMPTY_CLUSTER, **data.get("cluster", {})})
         values["violations"] = tuple(data.get("violations", ()))
+        values["pools"] = tuple(data.get("pools", ()))
+        cluster = dict(data.get("cluster", {}))
+        cluster["pools"] = tuple(cluster.get("pools", ()))
+        values["cluster"] = ClusterSummary(**{**_EMPTY_CLUSTER, **cluster})
         for name, default in _DEFAULTS.items():
             values.setdefault(name, default)
         values["extra"] = {k: v for k, v in data.items() if k not in known}
@@ -167,16 +208,47 @@ def capacity_violations(workload: Workload, report: CostReport, index: Any = ())
     return found
 
 
-def plan_result(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, plan: Plan,
-                report: CostReport, index: Any = ()) -> PlanResult:
+def _used_dp(pools: tuple[dict[str, Any], ...], dp: int) -> int:
+    """The data-parallel degree of the way a plan runs on pools: the replicas of the pools
+    holding whole replicas, or each stage's replicas of a pipeline across pools."""
+    data = [p["replicas"] for p in pools if p["role"] == "data"]
+    piped = [p["replicas"] for p in pools if p["role"] == "pipeline"]
+    if data:
+        return round(sum(data))
+    return round(piped[0]) if piped else dp
+
+
+def pool_uses(cluster: MixedCluster, report: CostReport, index: Any = ()
+              ) -> tuple[tuple[dict[str, Any], ...], str]:
+    """What each pool does in plan `index` of an evaluated array, and which one bounds its
+    step ('parameter servers' where the servers do)."""
+    out = []
+    for i, use in enumerate(report.pools):
+        one = {f.name: pick(getattr(use, f.name), index) for f in fields(use)}
+        role = ROLES[int(one.pop("role"))]
+        out.append({"name": cluster.names[i], "gpu": cluster.pools[i].gpu.name,
+                    "gpus": int(_one(cluster.pools[i].gpus)), "role": role, **one})
+    b = int(pick(report.bottleneck, index)) if report.bottleneck is not None else 0
+    return tuple(out), "parameter servers" if b == SERVERS else cluster.label(b)
+
+
+def plan_result(workload: Workload, cluster: ClusterSpec | MixedCluster,
+                training: TrainingSpec, plan: Plan, report: CostReport, index: Any = ()
+                ) -> PlanResult:
     """The PlanResult of plan `index` of an evaluated array (a scalar plan: index ())."""
     one = plan if index == () else Plan(**{
         f.name: float(np.broadcast_to(getattr(plan, f.name), np.shape(report.valid))[index])
         for f in fields(plan)})
     price = report.price.as_dict(index)
+    record = PlanRecord.of(one, gpus=_one(cluster.gpus))
+    pools: tuple[dict[str, Any], ...] = ()
+    bottleneck = ""
+    if isinstance(cluster, MixedCluster):
+        pools, bottleneck = pool_uses(cluster, report, index)
+        record = replace(record, dp=_used_dp(pools, record.dp))
     return PlanResult(
         model=workload.name, workload=workload.kind,
-        plan=PlanRecord.of(one, gpus=_one(cluster.gpus)), cluster=ClusterSummary.of(cluster),
+        plan=record, cluster=ClusterSummary.of(cluster),
         feasible=bool(np.broadcast_to(report.feasible, np.shape(report.valid))[index]),
         violations=(*plan_violations(workload, cluster, training, one),
                     *capacity_violations(workload, report, index)),
@@ -190,4 +262,5 @@ def plan_result(workload: Workload, cluster: ClusterSpec, training: TrainingSpec
         time_to_train_days=price["time_to_train_days"],
         cost_to_train_usd=price["cost_to_train_usd"],
         revocation_overhead=price["revocation_overhead"],
-        checkpoint_interval_s=price["checkpoint_interval_s"])
+        checkpoint_interval_s=price["checkpoint_interval_s"], pools=pools,
+        bottleneck=bottleneck)

@@ -45,6 +45,8 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
         dp_comm = np.where(d.sync == PARAMETER_SERVER, servers, dp_comm)
     optimizer, offload = _optimizer_and_offload_s(cluster, held, d, eff,
                                                   micro_batch_s=stage.compute_s)
+    if workload.asynchronous_parameter_servers:  # the servers apply the update
+        optimizer = np.where(d.sync == PARAMETER_SERVER, 0.0, optimizer)
     return StepTime(
         compute_s=m * stage.compute_s, recompute_s=m * stage.recompute_s,
         tp_comm_s=m * stage.tp_comm_s, cp_comm_s=m * stage.cp_comm_s,

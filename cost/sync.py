@@ -22,10 +22,12 @@ from .inputs import Array, ClusterSpec, Value
 __all__ = [
     "SYNC",
     "asynchronous_parameter_server_s",
+    "closed_throughput",
     "direct_allreduce_s",
     "gradient_sync_s",
     "hierarchical_allreduce_s",
     "parameter_server_s",
+    "server_service_s",
 ]
 
 SYNC = tuple(s.value for s in Sync)
@@ -97,16 +99,65 @@ def gradient_sync_s(nbytes: Value, *, n: Value, stride: Value, cluster: ClusterS
     return np.where(np.asarray(sync) < 0, fastest, chosen)
 
 
+def server_service_s(nbytes: Value, servers: Value, *, server_bw: Value,
+                     eff: Efficiency) -> Array:
+    """Seconds one update keeps the busiest of s parameter servers, each holding 1/s of the
+    model: its request overhead, then the gradients in and the weights out (2M/s bytes) at the
+    slower of its update rate and its link: ps_update_s + 2M/s x max(1/rate, 1/bw)."""
+    s = np.maximum(np.asarray(servers, dtype=np.float64), 1.0)
+    per_byte = np.maximum(1.0 / eff.ps_bytes_per_s, 1.0 / np.asarray(server_bw, dtype=np.float64))
+    return eff.ps_update_s + 2.0 * np.asarray(nbytes, dtype=np.float64) / s * per_byte
+
+
+def closed_throughput(think_s: list[Array], workers: list[Array], service_s: Value, *,
+                      iterations: int = 200) -> list[Array]:
+    """Cycles per second of each class of workers sharing one server (a closed queueing
+    network: each worker thinks Z_c, then waits for and receives service S).
+
+    Mean value analysis (Reiser and Lavenberg, JACM 1980) with Schweitzer's approximation for
+    several classes (Schweitzer 1979; Lazowska et al., Quantitative System Performance, 1984,
+    ch. 6 and 7): an arriving worker of class c sees the queue less its own share,
+    R_c = S (1 + Q - Q_c/N_c - (U - U_c/N_c)/2), where the last term is the residual service
+    of a deterministic server (an update's work is fixed); X_c = N_c / (Z_c + R_c). Exact for
+    one worker (X = 1/(Z + S)); X -> sum N_c/Z_c as S -> 0 and X -> 1/S as the workers grow."""
+    service = np.asarray(service_s, dtype=np.float64)
+    n = [np.asarray(w, dtype=np.float64) for w in workers]
+    z = [np.asarray(t, dtype=np.float64) for t in think_s]
+    share = [np.where(k > 0, 1.0 / np.maximum(k, 1.0), 0.0) for k in n]
+    queue = [k * service / (t + service) for k, t in zip(n, z, strict=True)]
+    busy = [q.copy() for q in queue]
+    rates: list[Array] = [np.zeros(np.broadcast_shapes(np.shape(k), np.shape(service)))
+                          for k in n]
+    for _ in range(iterations):
+        total_q = sum(queue, start=np.float64(0.0))
+        total_u = sum(busy, start=np.float64(0.0))
+        before = [r.copy() for r in rates]
+        for c in range(len(n)):
+            seen_q = total_q - queue[c] * share[c]
+            seen_u = total_u - busy[c] * share[c]
+            residence = service * (1.0 + seen_q - 0.5 * seen_u)
+            rates[c] = n[c] / (z[c] + residence)
+            queue[c] = 0.5 * queue[c] + 0.5 * rates[c] * residence
+            busy[c] = 0.5 * busy[c] + 0.5 * rates[c] * service
+        change = max(float(np.max(np.abs(r - b) / np.maximum(r, 1e-30), initial=0.0))
+                     for r, b in zip(rates, before, strict=True))
+        if change < 1e-10:
+            break
+    return rates
+
+
 def asynchronous_parameter_server_s(nbytes: Value, d: Degrees, cluster: ClusterSpec,
                                     eff: Efficiency, *, compute_s: Value) -> Array:
-    """Asynchronous parameter servers (TensorFlow, as CM-DARE ran them): a worker's step adds
-    its own push and pull (2M over its link); the s servers serve n workers' 2M each, and
-    while they do, the other workers compute, so the servers bound the step only beyond it:
-    max(2M/bw_w + 2 lat, 2nM/(s bw_s) - compute)."""
+    """Asynchronous parameter servers (TensorFlow, as CM-DARE ran them): each of the dp
+    workers computes its micro-batches (`compute_s`), pushes its gradients and pulls the
+    weights over its own link (2M/bw_w), and queues at the servers (server_service_s); the
+    workers' cycles follow closed_throughput. What the step adds to the compute: the time for
+    every worker to finish one cycle, dp / X, less the compute."""
     fraction = eff.network_fraction
     worker_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64) * fraction
     server_bw = np.asarray(cluster.parameter_server_bandwidth_bytes_per_s, dtype=np.float64)
     server_bw = np.where(server_bw > 0, server_bw * fraction, worker_bw)
     own = 2.0 * nbytes / worker_bw + 2.0 * np.asarray(cluster.scale_out_latency_s)
-    servers = 2.0 * d.dp * nbytes / (np.maximum(d.parameter_servers, 1.0) * server_bw)
-    return np.maximum(own, servers - compute_s)
+    service = server_service_s(nbytes, d.parameter_servers, server_bw=server_bw, eff=eff)
+    (rate,) = closed_throughput([compute_s + own], [d.dp], service)
+    return d.dp / rate - compute_s

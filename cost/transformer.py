@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from . import transformer_memory, transformer_time
+from . import transformer_layers, transformer_memory, transformer_time
 from .attention import MLA
 from .codec import PLAN_KNOBS
 from .degrees import Degrees
@@ -22,7 +22,7 @@ from .flops import model_flops_per_token, parameter_count
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .numerics import is_zero
 from .precision import element_bytes
-from .workload import Footprint, Rule, StageCost
+from .workload import Footprint, LayerCosts, Rule, StageCost
 
 __all__ = ["ModelSpec", "embedding_and_loss_split"]
 
@@ -87,6 +87,10 @@ class ModelSpec:
     def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                   eff: Efficiency) -> Footprint:
         return transformer_memory.footprint(self, training, d, eff)
+
+    def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                    eff: Efficiency) -> LayerCosts:
+        return transformer_layers.layer_costs(self, cluster, training, d, eff)
 
     def units_per_step(self, training: TrainingSpec) -> float:
         return float(training.global_batch * self.seq_len)

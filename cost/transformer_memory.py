@@ -111,6 +111,16 @@ def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
     return np.where(d.vs > 1, interleaved, plain)
 
 
+def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
+    """The element sizes and software choices activation_bytes_per_layer takes for a run:
+    fp8 GEMM-input copies, autocast's fp32 residual stream, eager PyTorch's extra copy."""
+    return {"act_bytes": activation_bytes(training.precision),
+            "input_bytes": gemm_input_bytes(training.precision),
+            "flash_attention": eff.flash_attention,
+            "norm_bytes": 4.0 if eff.autocast else None,
+            "projection_copies": kernel_style(eff).projection_copies}
+
+
 def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
               ) -> Footprint:
     """Parameters of the fullest stage, replicated over dp·cp ranks spaced tp apart (sharded by
@@ -118,11 +128,7 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     activations of the micro-batches in flight, and the buffers (_buffers_bytes)."""
     shape = stage_shape(model, d)
     style = kernel_style(eff)
-    sizes: dict[str, Any] = {"act_bytes": activation_bytes(training.precision),
-             "input_bytes": gemm_input_bytes(training.precision),
-             "flash_attention": eff.flash_attention,
-             "norm_bytes": 4.0 if eff.autocast else None,
-             "projection_copies": style.projection_copies}
+    sizes = activation_sizes(training, eff)
     per_layer = activation_bytes_per_layer(model, d, **sizes)
     activations = per_layer * layers_in_flight(d, shape)
     params = stage_parameters(model, d, shape)

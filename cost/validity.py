@@ -18,9 +18,11 @@ import numpy as np
 
 from .codec import KNOBS, Offload, Recompute, Sync
 from .degrees import Degrees, degrees
+from .efficiency import DEFAULT_EFFICIENCY
 from .errors import CostModelError
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec, Value
 from .numerics import close, is_zero
+from .pools import MixedCluster, single_pool_plan
 from .workload import Rule, Workload
 
 __all__ = [
@@ -36,7 +38,10 @@ __all__ = [
     "valid_mask",
 ]
 
-_FIELD = {"virtual_stages": "vs", "micro_batch": "mb", "sequence_parallel": "sp"}
+_FIELD = {"virtual_stages": "vs", "micro_batch": "mb", "sequence_parallel": "sp",
+          "batch_shares": "shares"}
+_DATA, _PIPELINE, _BALANCED = 0.0, 1.0, 0.0  # cost.codec.Placement and Shares codes
+AnyCluster = ClusterSpec | MixedCluster
 """Plan knob -> Degrees field, where the names differ."""
 
 
@@ -71,14 +76,23 @@ def precision_violation(gpu_peaks: Mapping[str, float], gpu_name: str, precision
     return f"GPU {gpu_name} has no {precision} support; choose precision from {supported}"
 
 
-def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, ...]:
-    """Degrees whole and filling the cluster, micro-batches dividing the batch, interleaving
-    with a pipeline, knob values from their vocabularies, a precision the GPU has."""
+def _gpus_of(cluster: AnyCluster) -> list[Any]:
+    if isinstance(cluster, MixedCluster):
+        return [cluster.pools[i].gpu for i in cluster.used]
+    return [cluster.gpu]
+
+
+def _common_rules(cluster: AnyCluster, training: TrainingSpec) -> tuple[Rule, ...]:
+    """Degrees whole and filling the cluster, micro-batches dividing the batch (each replica
+    its equal share, or, with balanced shares across pools, any share of at least one),
+    interleaving with a pipeline, knob values from their vocabularies, a precision every GPU
+    has."""
     batch = training.global_batch
     codes = {name: [float(i) for i in range(len(vocab))]
              for name, vocab in (("recompute", Recompute), ("offload", Offload))}
-    precision = precision_violation(cluster.gpu.peak_flops_per_s, cluster.gpu.name,
-                                    training.precision)
+    precision = next((v for g in _gpus_of(cluster) if (v := precision_violation(
+        g.peak_flops_per_s, g.name, training.precision)) is not None), None)
+    uneven = isinstance(cluster, MixedCluster) and len(cluster.used) > 1  # shares may differ
 
     def degrees_text(d: Degrees) -> str:
         return ("tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
@@ -99,23 +113,31 @@ def _common_rules(cluster: ClusterSpec, training: TrainingSpec) -> tuple[Rule, .
              lambda d: ~np.logical_and.reduce([(x >= 1) & _integral(x) for x in
                                                (d.tp, d.pp, d.dp, d.cp, d.vs, d.mb)]),
              degrees_text),
-        Rule("batch", ("micro_batch", "dp", *layout), lambda d: ~_divides(d.dp * d.mb, batch),
+        Rule("batch", ("micro_batch", "dp", "placement", "batch_shares", *layout),
+             lambda d: np.where(uneven & (d.placement == _DATA) & (d.shares == _BALANCED),
+                                ~_divides(d.mb, batch) | (batch / d.mb < d.dp),
+                                ~_divides(d.dp * d.mb, batch)),
              lambda d: f"dp·micro_batch = {_one(d.dp * d.mb):g} does not divide "
-                       f"global_batch={batch}; change micro_batch or dp"),
+                       f"global_batch={batch} (with balanced shares across pools: "
+                       "micro_batch must divide it, one micro-batch a replica at least); "
+                       "change micro_batch or dp"),
         Rule("interleave", ("virtual_stages", "micro_batch", "dp", *layout),
              lambda d: (d.vs > 1) & ((d.pp < 2) | ~_divides(d.pp, d.micro_batches)),
              lambda d: f"virtual_stages={_one(d.vs):g} needs pp >= 2 and micro-batches "
                        f"({_one(d.micro_batches):g}) divisible by pp={_one(d.pp):g}; "
                        "set virtual_stages: 1 or change micro_batch"),
-        Rule("choices", ("recompute", "zero", "offload", "sync", "parameter_servers"),
+        Rule("choices", ("recompute", "zero", "offload", "sync", "parameter_servers",
+                         "placement", "batch_shares"),
              lambda d: ~(np.isin(d.recompute, codes["recompute"])
                          & np.isin(d.zero, (0, 1, 2, 3))
                          & np.isin(d.offload, codes["offload"])
                          & np.isin(d.sync, [-1.0, *range(len(Sync))])
-                         & (d.parameter_servers >= 1) & _integral(d.parameter_servers)),
+                         & (d.parameter_servers >= 1) & _integral(d.parameter_servers)
+                         & np.isin(d.placement, (0, 1)) & np.isin(d.shares, (0, 1))),
              lambda d: "recompute must be none|selective|full, zero 0-3, offload "
                        "none|optimizer|optimizer+weights, sync ring|tree|hierarchical|direct|"
-                       "parameter_server, parameter_servers a whole number >= 1"),
+                       "parameter_server, parameter_servers a whole number >= 1, placement "
+                       "data|pipeline, batch_shares balanced|equal"),
         Rule("shard_group", ("shard_group", "zero", "dp", *layout),
              lambda d: ~_divides(d.shard_group, d.dp * d.cp)
              | ((d.zero < 1) & ~close(d.shard_group, d.dp * d.cp)),
@@ -148,14 +170,78 @@ def _knob_rule(workload: Workload) -> Rule:
     return Rule("knobs", tuple(defaults), broken, text)
 
 
-def rules(workload: Workload, cluster: ClusterSpec, training: TrainingSpec
+def _single_type_rules() -> tuple[Rule, ...]:
+    """On one GPU type, placement and batch shares keep their defaults."""
+    return (Rule("placement", ("placement", "batch_shares"),
+                 lambda d: (d.placement != _DATA) | (d.shares != _BALANCED),
+                 lambda d: "placement and batch_shares apply to a cluster of several GPU types "
+                           "(cluster.pools); leave them out of the plan"),)
+
+
+def _pool_rules(workload: Workload, cluster: MixedCluster, training: TrainingSpec
+                ) -> tuple[Rule, ...]:
+    """On pools of several GPU types: each used pool holds whole replicas (data) or whole
+    stages (pipeline); a pipeline across pools needs alike layers and 1F1B stages (no
+    interleaving); balanced shares reduce gradients once per step (ZeRO 0 or 1)."""
+    used = cluster.used
+    if len(used) < 2:
+        return ()
+    gpus = [cluster.pool_gpus(i) for i in used]
+    probe = degrees(cluster, training, Plan())
+    alike = workload.layer_costs(cluster.pools[used[0]], training, probe,
+                                 DEFAULT_EFFICIENCY) is not None
+
+    def unit(d: Degrees) -> Array:
+        return np.where(d.placement == _PIPELINE, d.dp * d.tp * d.cp, d.tp * d.pp * d.cp)
+
+    def layout(d: Degrees) -> Array:
+        return ~np.logical_and.reduce([_divides(unit(d), g) & (unit(d) <= g) for g in gpus])
+
+    def layout_text(d: Degrees) -> str:
+        what = ("dp·tp·cp (a stage)" if _one(d.placement) == _PIPELINE
+                else "tp·pp·cp (a replica)")
+        sizes = ", ".join(f"{cluster.label(i)}: {g:g}" for i, g in zip(used, gpus, strict=True))
+        return (f"{what} = {_one(unit(d)):g} GPUs does not divide every pool's GPUs ({sizes});"
+                " choose degrees that divide them, or the other placement")
+
+    return (
+        Rule("pool_layout", ("tp", "pp", "cp", "dp", "placement", "gpus"), layout, layout_text),
+        Rule("pipeline_layers", ("placement",),
+             lambda d: (d.placement == _PIPELINE) & (not alike),
+             lambda d: f"{workload.describe()}: its layers are not alike, so it cannot be split "
+                       "over pools by their speed; use placement: data"),
+        Rule("pipeline_interleave", ("placement", "virtual_stages"),
+             lambda d: (d.placement == _PIPELINE) & (d.vs > 1),
+             lambda d: "a pipeline across pools runs 1F1B stages: set virtual_stages: 1 or "
+                       "placement: data"),
+        Rule("balanced_zero", ("placement", "batch_shares", "zero"),
+             lambda d: (d.placement == _DATA) & (d.shares == _BALANCED) & (d.zero >= 2),
+             lambda d: f"zero={_one(d.zero):g} reduces every micro-batch in lockstep, which "
+                       "balanced shares across GPU types cannot keep; use batch_shares: equal "
+                       "or zero 0 or 1"),
+    )
+
+
+def rules(workload: Workload, cluster: AnyCluster, training: TrainingSpec
           ) -> tuple[Rule, ...]:
     """Every structural rule for `workload` on `cluster`: the workload's own first (root
     causes: "tp=3 does not divide heads" before its consequence "dp=5.33 is not whole")."""
-    return (*workload.rules(training), *_common_rules(cluster, training), _knob_rule(workload))
+    extra = (_pool_rules(workload, cluster, training) if isinstance(cluster, MixedCluster)
+             else _single_type_rules())
+    return (*workload.rules(training), *_common_rules(cluster, training), *extra,
+            _knob_rule(workload))
 
 
-def valid_mask(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+def _ways(cluster: AnyCluster, plan: Plan) -> list[tuple[AnyCluster, Plan]]:
+    """The clusters a plan may run on: the cluster itself, or each set of a mixed cluster's
+    pools (one pool alone as its own cluster)."""
+    if not isinstance(cluster, MixedCluster):
+        return [(cluster, plan)]
+    return [(cluster.pools[o[0]], single_pool_plan(plan)) if len(o) == 1
+            else (cluster.using(o), plan) for o in cluster.choices(ordered=False)]
+
+
+def valid_mask(workload: Workload, cluster: AnyCluster, training: TrainingSpec,
                d: Degrees) -> Array:
     """True where a plan breaks no structural rule."""
     shape = d.shape
@@ -165,21 +251,31 @@ def valid_mask(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
     return ~np.broadcast_to(broken, shape)
 
 
-def structurally_valid(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+def structurally_valid(workload: Workload, cluster: AnyCluster, training: TrainingSpec,
                        plan: Plan) -> Array:
-    """True where a plan (any field an array) breaks no structural rule."""
-    return valid_mask(workload, cluster, training, degrees(cluster, training, plan))
+    """True where a plan (any field an array) breaks no structural rule on some set of the
+    cluster's pools."""
+    return np.logical_or.reduce([valid_mask(workload, c, training, degrees(c, training, p))
+                                 for c, p in _ways(cluster, plan)])
 
 
-def plan_violations(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+def plan_violations(workload: Workload, cluster: AnyCluster, training: TrainingSpec,
                     plan: Plan) -> list[str]:
-    """What is structurally wrong with one plan, each message with the value, rule and fix."""
-    d = degrees(cluster, training, plan)
-    return [r.message(d) for r in rules(workload, cluster, training)
+    """What is structurally wrong with one plan, each message with the value, rule and fix
+    (on a mixed cluster: none if some set of its pools runs it, else the whole cluster's)."""
+    ways = _ways(cluster, plan)
+    if len(ways) > 1:
+        if bool(np.ravel(structurally_valid(workload, cluster, training, plan))[0]):
+            return []
+        ways = [(cluster.using(cluster.active()), plan)] \
+            if isinstance(cluster, MixedCluster) else ways
+    target, one = ways[0]
+    d = degrees(target, training, one)
+    return [r.message(d) for r in rules(workload, target, training)
             if bool(np.ravel(r.broken(d))[0])]
 
 
-def check_plan(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+def check_plan(workload: Workload, cluster: AnyCluster, training: TrainingSpec,
                plan: Plan) -> None:
     """Raise InvalidPlanError with every violation of one plan, root causes first."""
     found = plan_violations(workload, cluster, training, plan)

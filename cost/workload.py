@@ -18,7 +18,8 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, TrainingSpec
 
-__all__ = ["Footprint", "ParamGroup", "Rule", "StageCost", "StateBytes", "Workload"]
+__all__ = ["Footprint", "LayerCosts", "ParamGroup", "Rule", "StageCost", "StateBytes",
+           "Workload"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,6 +80,30 @@ class Footprint:
     buffers_bytes: Array
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayerCosts:
+    """One of a workload's identical layers on one GPU, per micro-batch, and what the two ends
+    of a pipeline add: what a split of the layers over stages of different GPUs needs (stage j
+    of L_j layers takes L_j x layer_s, plus last_s on the last stage), and what each stage's
+    GPUs hold."""
+
+    layers: int  # identical layers of the model
+    layer_s: Array  # forward, backward, recompute and exposed tp/cp traffic of one layer
+    forward_s: Array  # one layer's forward pass
+    backward_s: Array  # one layer's backward pass
+    recompute_s: Array
+    tp_comm_s: Array
+    cp_comm_s: Array
+    last_s: Array  # the last stage's end work (logits and loss) per micro-batch
+    layer_params: Array  # parameters of one layer on one GPU
+    end_params: Array  # parameters an end stage adds on one GPU (embedding or logits)
+    layer_activation_bytes: Array  # what one layer keeps per micro-batch in flight
+    last_buffer_bytes: Array  # transient buffers of the last stage (logits and their gradient)
+    buffer_bytes: Array  # transient buffers of every stage (a layer rebuilt by recompute)
+    send_bytes: Array  # one pipeline send between stages
+    state: StateBytes
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A structural rule: `broken` is True where a plan breaks it (any shape of Degrees);
@@ -136,6 +161,13 @@ class Workload(Protocol):
 
     def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                   eff: Efficiency) -> Footprint: ...
+
+    def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                    eff: Efficiency) -> LayerCosts | None:
+        """One identical layer's time and memory and the pipeline ends', for an uneven split
+        of the layers over stages on different GPUs (cost.hetero_pipeline); None where the
+        layers are not alike (the workload then trains data-parallel across GPU types)."""
+        ...
 
     def units_per_step(self, training: TrainingSpec) -> float:
         """Tokens (or samples) trained per optimizer step."""

@@ -16,6 +16,8 @@ from .yaml_io import load_yaml, read_text
 
 __all__ = ["load_profile", "profile_text"]
 
+_BY_GPU = ("gemm_fraction_by_gpu", "layers_fraction_by_gpu")
+"""Profile sections mapping a GPU name to a fraction; a layers fraction may exceed 1."""
 _FRACTIONS = ("gemm_fraction", "attention_fraction", "hbm_fraction", "network_fraction",
               "dp_overlap", "tp_overlap", "usable_fraction", "overlap_slowdown", "ep_overlap")
 _FLAGS = ("flash_attention", "ep_dedup")
@@ -26,7 +28,7 @@ def _check(name: str, value: Any, file: str) -> float | bool | None:
         if not isinstance(value, bool):
             raise SpecError("must be true or false", file=file, field=f"efficiency.{name}")
         return value
-    if value is None and name == "gemm_fraction":
+    if value is None and name in ("gemm_fraction", "layers_fraction"):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise SpecError(f"must be a number >= 0, got {value!r}", file=file,
@@ -38,8 +40,9 @@ def _check(name: str, value: Any, file: str) -> float | bool | None:
 
 
 def load_profile(path: str | Path) -> Efficiency:
-    """The Efficiency of a profile file: `efficiency: {field: value}` over the defaults and
-    `gemm_fraction_by_gpu: {gpu: fraction}`. SpecError names the file and field."""
+    """The Efficiency of a profile file: `efficiency: {field: value}` over the defaults,
+    `gemm_fraction_by_gpu: {gpu: fraction}` and `layers_fraction_by_gpu: {gpu: fraction}`.
+    SpecError names the file and field."""
     file = str(path)
     try:
         data = load_yaml(read_text(path), file=file) or {}
@@ -49,24 +52,28 @@ def load_profile(path: str | Path) -> Efficiency:
     if not isinstance(data, dict):
         raise SpecError("a profile is a mapping with `efficiency` and `gemm_fraction_by_gpu`",
                         file=file)
-    known = {f.name for f in fields(Efficiency)} - {"gemm_fraction_by_gpu"}
+    known = {f.name for f in fields(Efficiency)} - set(_BY_GPU)
     given = data.get("efficiency") or {}
     unknown = sorted(set(given) - known)
     if unknown:
         raise SpecError(f"unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}",
                         file=file, field="efficiency")
-    values = {k: _check(k, v, file) for k, v in given.items()}
-    by_gpu = data.get("gemm_fraction_by_gpu") or {}
-    pairs = tuple((str(g), float(_check("gemm_fraction", f, file) or 0.0))
-                  for g, f in sorted(by_gpu.items()))
-    return DEFAULT_EFFICIENCY.with_(**values, gemm_fraction_by_gpu=pairs)
+    values: dict[str, Any] = {k: _check(k, v, file) for k, v in given.items()}
+    for section in _BY_GPU:
+        by_gpu = data.get(section) or {}
+        if not isinstance(by_gpu, dict):
+            raise SpecError("must map GPU names to fractions", file=file, field=section)
+        checked = "gemm_fraction" if section.startswith("gemm") else "layers_fraction"
+        values[section] = tuple((str(g), float(_check(checked, f, file) or 0.0))
+                                for g, f in sorted(by_gpu.items()))
+    return DEFAULT_EFFICIENCY.with_(**values)
 
 
 def profile_text(efficiency: Efficiency, *, header: str) -> str:
     """A profile file for `efficiency`: only the fields that differ from the defaults."""
     base, mine = DEFAULT_EFFICIENCY.as_dict(), efficiency.as_dict()
-    changed = {k: v for k, v in mine.items()
-               if k != "gemm_fraction_by_gpu" and v != base[k]}
-    body = {"efficiency": changed, "gemm_fraction_by_gpu": mine["gemm_fraction_by_gpu"]}
+    changed = {k: v for k, v in mine.items() if k not in _BY_GPU and v != base[k]}
+    body = {"efficiency": changed, **{k: mine[k] for k in _BY_GPU if mine[k] or
+                                      k == "gemm_fraction_by_gpu"}}
     comment = "".join(f"# {line}\n" for line in header.splitlines())
     return comment + yaml.safe_dump(body, sort_keys=True)

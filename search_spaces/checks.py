@@ -28,16 +28,22 @@ def price_problems(spec: Any) -> list[SpecError]:
     `price_per_node_hour`) where cost is the objective or a limit: it would cost $0 and win
     every cost comparison."""
     needed = _money_needed(spec)
-    cluster = spec.cluster
-    if needed is None or cluster.price_per_node_hour is not None:
+    if needed is None:
         return []
-    gpus = cluster.gpu.values() if isinstance(cluster.gpu, Choice) else (cluster.gpu,)
-    listed = isinstance(cluster.gpu, Choice)
-    return [SpecError(f"GPU {gpu_label(gpu)!r} has no price, and {needed} needs one; give it "
-                      "price_per_hour (USD per GPU-hour), or the cluster a "
-                      "price_per_node_hour", field=f"cluster.gpu{f'[{i}]' if listed else ''}"
-                      ".price_per_hour")
-            for i, gpu in enumerate(gpus) if not has_price(gpu)]
+    sections = [("cluster", spec.cluster)] if spec.cluster.pools is None else \
+        [(f"cluster.pools[{i}]", pool) for i, pool in enumerate(spec.cluster.pools)]
+    out = []
+    for where, section in sections:
+        if section.price_per_node_hour is not None or section.price_per_gpu_hour is not None:
+            continue
+        listed = isinstance(section.gpu, Choice)
+        gpus = section.gpu.values() if listed else (section.gpu,)
+        out += [SpecError(f"GPU {gpu_label(gpu)!r} has no price, and {needed} needs one; give "
+                          f"it price_per_hour (USD per GPU-hour), or the {where.split('.')[-1]} "
+                          "a price_per_node_hour",
+                          field=f"{where}.gpu{f'[{i}]' if listed else ''}.price_per_hour")
+                for i, gpu in enumerate(gpus) if not has_price(gpu)]
+    return out
 
 
 def token_problems(spec: Any) -> list[SpecError]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, Discriminator, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
-from cost import ClusterSpec
+from cost import ClusterSpec, MixedCluster
 
 from .catalog import gpu_catalog, unknown_name_message
 from .choices import Choice, Choosable, IntChoosable, IntRange, fixed
@@ -25,7 +25,11 @@ from .plausible import (
     ServerBandwidth,
 )
 
-__all__ = ["ClusterSection", "Expansion", "GPUSection", "gpu_spec"]
+__all__ = ["MAX_POOLS", "ClusterSection", "Expansion", "GPUSection", "NodeFields", "PoolSection",
+           "gpu_spec", "node_cluster"]
+
+MAX_POOLS = 8
+"""Pools of one cluster: a plan may use any set of them (2^pools - 1 ways), so a few."""
 
 
 def _known_gpu(name: str) -> str:
@@ -48,31 +52,70 @@ class Expansion(Frozen):
     bandwidth: Choosable[ExpansionBandwidth] = 0.0
 
 
-class ClusterSection(Frozen):
-    """GPUs, nodes, network, expansion and pricing; left-out fields take the GPU's defaults.
-    Bandwidths are per GPU and one direction, but `scale_out_bandwidth_per_node` (a whole
-    node's NICs, divided among its GPUs); prices are the GPU's (USD per GPU-hour), but
+class NodeFields(Frozen):
+    """What a cluster and each of its pools say about their nodes; left-out fields take the
+    GPU's catalog defaults (its usual node: NVLink, NIC, price). Bandwidths are per GPU and
+    one direction, but `scale_out_bandwidth_per_node` (a whole node's NICs, divided among its
+    GPUs); prices are the GPU's (USD per GPU-hour, or `price_per_gpu_hour` over it), but
     `price_per_node_hour` and `spot_price_per_node_hour` (USD per node-hour)."""
 
-    gpu: Choosable[FixedGPU]
-    nodes: IntChoosable[Count] = 1
     gpus_per_node: IntChoosable[Count] | None = None
     scale_up_bandwidth: Choosable[ScaleUpBandwidth] | None = None
     scale_out_bandwidth: Choosable[ScaleOutBandwidth] | None = None
     scale_out_bandwidth_per_node: Choosable[ScaleOutPerNode] | None = None
-    expansion: Expansion | None = None
     pricing: Choosable[Literal["on_demand", "spot"]] = "on_demand"
     revocations_per_node_hour: Choosable[NonNegative] = 0.0
+    price_per_gpu_hour: Usd | None = None
+    """USD per GPU-hour, over the GPU's (on demand or spot) price: 0 for GPUs one owns."""
     price_per_node_hour: Usd | None = None
+    """USD per node-hour, on demand, over the GPU's price."""
     spot_price_per_node_hour: Usd | None = None
+    """USD per node-hour with pricing: spot."""
+
+
+PoolCount = Annotated[int, Field(strict=True, ge=0, le=MAX_GPUS)]
+"""A pool's nodes: 0 leaves the pool out."""
+
+
+class PoolSection(NodeFields):
+    """One pool of a cluster of several GPU types: a name (for messages and reports), the GPU,
+    the nodes (0 leaves the pool out) and the node's fields; any value may be a choice."""
+
+    name: str = ""
+    gpu: Choosable[FixedGPU]
+    nodes: IntChoosable[PoolCount] = 1
+
+    @model_validator(mode="after")
+    def _node_fields(self) -> PoolSection:
+        check_node_fields(self)
+        return self
+
+
+class ClusterSection(NodeFields):
+    """GPUs, nodes, network, expansion and pricing; or, for GPUs of several types, `pools`
+    (search_spaces.pools) joined by `inter_pool_bandwidth`."""
+
+    gpu: Choosable[FixedGPU] | None = None
+    nodes: IntChoosable[Count] = 1
+    expansion: Expansion | None = None
     parameter_server_bandwidth: Choosable[ServerBandwidth] | None = None
     checkpoint_bandwidth: CheckpointBandwidth | None = None
     """Per node, to durable storage: how fast a checkpoint is written (spot pricing)."""
     restart_time: Seconds | None = None
     """Seconds to replace a revoked node and reload the last checkpoint (spot pricing)."""
+    pools: Annotated[tuple[PoolSection, ...], Field(min_length=1, max_length=MAX_POOLS)] | None \
+        = None
+    inter_pool_bandwidth: Choosable[ScaleOutBandwidth] | None = None
+    """Per GPU, one direction, between pools (defaults to the slowest pool's NIC)."""
+    inter_pool_latency: Seconds | None = None
 
     @model_validator(mode="after")
     def _size(self) -> ClusterSection:
+        from .pools import check_pools_or_gpu
+
+        check_pools_or_gpu(self)
+        if self.pools is not None:
+            return self
         gpus = _largest(self.nodes) * _largest(self.gpus_per_node or _node_size(self.gpu))
         if gpus > MAX_GPUS:
             raise SpecError(f"nodes x gpus_per_node = {gpus:,} GPUs is more than "
@@ -80,33 +123,48 @@ class ClusterSection(Frozen):
         check_node_fields(self)
         return self
 
-    def to_cluster_spec(self, precision: str) -> ClusterSpec:
-        """The cost model's cluster for a spec without choices (see StudySpec.to_cost_inputs)."""
+    def to_cluster_spec(self, precision: str) -> ClusterSpec | MixedCluster:
+        """The cost model's cluster for a spec without choices (see StudySpec.to_cost_inputs):
+        one GPU type, or pools of several (cost.pools.MixedCluster)."""
+        if self.pools is not None:
+            from .pools import mixed_cluster
+
+            return mixed_cluster(self, precision)
         c = {name: fixed(value, field=f"cluster.{name}") for name, value in self}
         if self.expansion is not None:
             c["expansion"] = {k: fixed(v, field=f"cluster.expansion.{k}")
                               for k, v in self.expansion}
-        gpu = gpu_spec(c["gpu"], precision)
-        over: dict[str, Any] = {"nodes": c["nodes"]}
-        if c["gpus_per_node"] is not None:
-            over["gpus_per_node"] = c["gpus_per_node"]
-            if gpu.scale_up_domain_gpus == gpu.gpus_per_node:  # the domain is the node
-                over["scale_up_domain_gpus"] = c["gpus_per_node"]
-        if c["scale_up_bandwidth"] is not None:
-            over["scale_up_bandwidth_bytes_per_s"] = c["scale_up_bandwidth"]
-        if c["scale_out_bandwidth"] is not None:
-            over["scale_out_bandwidth_bytes_per_s"] = c["scale_out_bandwidth"]
-        if c["expansion"] is not None:
-            over["expansion_capacity_bytes"] = c["expansion"]["capacity"]
-            over["expansion_bandwidth_bytes_per_s"] = c["expansion"]["bandwidth"]
-        over.update(node_overrides(c, gpu))
-        over["pricing"] = c["pricing"]
-        over["revocations_per_node_hour"] = c["revocations_per_node_hour"]
-        if c["checkpoint_bandwidth"] is not None:
-            over["checkpoint_bandwidth_bytes_per_s"] = c["checkpoint_bandwidth"]
-        if c["restart_time"] is not None:
-            over["restart_s"] = c["restart_time"]
-        return ClusterSpec.of(gpu, **over)
+        return node_cluster(c, precision, where="cluster")
+
+
+def node_cluster(c: dict[str, Any], precision: str, *, where: str) -> ClusterSpec:
+    """A ClusterSpec of fixed node fields `c` (a cluster's or a pool's, named `where` in
+    messages), over the GPU's catalog defaults."""
+    gpu = gpu_spec(c["gpu"], precision)
+    over: dict[str, Any] = {"nodes": c["nodes"]}
+    if c.get("gpus_per_node") is not None:
+        over["gpus_per_node"] = c["gpus_per_node"]
+        if gpu.scale_up_domain_gpus == gpu.gpus_per_node:  # the domain is the node
+            over["scale_up_domain_gpus"] = c["gpus_per_node"]
+    for name, target in (("scale_up_bandwidth", "scale_up_bandwidth_bytes_per_s"),
+                         ("scale_out_bandwidth", "scale_out_bandwidth_bytes_per_s"),
+                         ("parameter_server_bandwidth", "parameter_server_bandwidth_bytes_per_s"),
+                         ("checkpoint_bandwidth", "checkpoint_bandwidth_bytes_per_s"),
+                         ("restart_time", "restart_s")):
+        if c.get(name) is not None:
+            over[target] = c[name]
+    if c.get("expansion") is not None:
+        over["expansion_capacity_bytes"] = c["expansion"]["capacity"]
+        over["expansion_bandwidth_bytes_per_s"] = c["expansion"]["bandwidth"]
+    if c.get("price_per_gpu_hour") is not None:  # a price of one's own, whatever the pricing
+        over.update(node_overrides({**c, "pricing": "on_demand", "price_per_node_hour": None},
+                                   gpu, where=where))
+        over["price_usd_per_gpu_hour"] = c["price_per_gpu_hour"]
+    else:
+        over.update(node_overrides(c, gpu, where=where))
+    over["pricing"] = c["pricing"]
+    over["revocations_per_node_hour"] = c["revocations_per_node_hour"]
+    return ClusterSpec.of(gpu, **over)
 
 
 def _largest(value: Any) -> int:

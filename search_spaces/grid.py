@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, Plan, TrainingSpec, Workload
+from cost import ClusterSpec, MixedCluster, Plan, TrainingSpec, Workload
 from cost.degrees import degrees
 from cost.validity import rules
 
@@ -99,14 +99,15 @@ def split_knobs(coded: Mapping[str, np.ndarray], *, max_plans: int
     return layout, axes
 
 
-def global_rules_pass(workload: Workload, cluster: ClusterSpec, training: TrainingSpec) -> bool:
+def global_rules_pass(workload: Workload, cluster: ClusterSpec | MixedCluster,
+                      training: TrainingSpec) -> bool:
     """False when a rule that reads no knob (the GPU lacks the precision) refuses the cluster."""
     d = degrees(cluster, training, Plan())
     return not any(bool(np.any(r.broken(d))) for r in rules(workload, cluster, training)
                    if not r.knobs)
 
 
-def layout_rows(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
+def layout_rows(workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
                 coded: Mapping[str, np.ndarray], layout: Sequence[str]
                 ) -> Iterator[dict[str, np.ndarray]]:
     """The combinations of the `layout` knobs' values (`coded`: model numbers) that break no
@@ -151,8 +152,8 @@ class ClusterGrid:
     the cost model evaluates them all."""
 
     grid: PlanGrid
-    cluster: ClusterSpec
-    clusters: tuple[ClusterSpec, ...]
+    cluster: ClusterSpec | MixedCluster
+    clusters: tuple[ClusterSpec | MixedCluster, ...]
     values: tuple[Mapping[str, Any], ...]
     owner: np.ndarray
 

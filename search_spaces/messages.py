@@ -97,6 +97,8 @@ def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) 
     message = str(error["msg"])
     if kind in ("spec", "repeated"):
         return message
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        message = "must be a mapping of fields"  # not pydantic's "... instance of SomeClass"
     shown = error.get("input")
     got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
     return f"{message[:1].lower()}{message[1:]}{got}{_close_word(error)}"

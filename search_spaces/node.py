@@ -57,7 +57,8 @@ def check_node_fields(section: Any) -> None:
                         "spot_price_per_node_hour too", field="spot_price_per_node_hour")
 
 
-def node_overrides(values: Mapping[str, Any], gpu: GPUSpec) -> dict[str, Any]:
+def node_overrides(values: Mapping[str, Any], gpu: GPUSpec, *, where: str = "cluster"
+                   ) -> dict[str, Any]:
     """ClusterSpec fields from one fixed cluster's node-wide values: the per-GPU scale-out
     bandwidth of `scale_out_bandwidth_per_node`, and the per-GPU price of the pricing in
     force (the node's price over its GPUs, else the GPU's own)."""
@@ -70,7 +71,7 @@ def node_overrides(values: Mapping[str, Any], gpu: GPUSpec) -> dict[str, Any]:
         if node is None and gpu.spot_price_usd_per_hour is None:
             raise SpecError(f"GPU {gpu.name} has no spot price; set pricing: on_demand, or "
                             "give the GPU a spot_price_per_hour (or the cluster a "
-                            "spot_price_per_node_hour)", field="cluster.pricing")
+                            "spot_price_per_node_hour)", field=f"{where}.pricing")
         out["price_usd_per_gpu_hour"] = node / per_node if node is not None \
             else gpu.spot_price_usd_per_hour
     elif values.get("price_per_node_hour") is not None:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from cost import PLAN_KNOBS, Offload, PlanRecord, Recompute, Sync
+from cost import PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
 
 from .choices import Choosable, IntChoosable, fixed
 from .fields import Count, Frozen
@@ -31,7 +31,11 @@ class PlanSection(Frozen):
     `shard_group` left out shards ZeRO state over every data-parallel rank, else over groups of
     that many ranks, replicated across the groups (hybrid sharding, HSDP); `ep` and `etp` (a
     mixture of experts only) are the expert-parallel degree and the tensor-parallel degree
-    inside an expert."""
+    inside an expert. On a cluster of several GPU types (cluster.pools), `placement` puts
+    whole replicas on each pool (data) or each replica's pipeline stages across them
+    (pipeline), and `batch_shares` shares the batch among replicas on different GPUs so that
+    they finish together (balanced) or equally. `placement` left out is searched over both on
+    pools (data on one GPU type)."""
 
     tp: IntChoosable[Count] = 1
     pp: IntChoosable[Count] = 1
@@ -48,6 +52,8 @@ class PlanSection(Frozen):
     shard_group: IntChoosable[Count] | None = None
     ep: IntChoosable[Count] = 1
     etp: IntChoosable[Count] = 1
+    placement: Choosable[Placement] | None = None
+    batch_shares: Choosable[Shares] = Shares.BALANCED
 
     def record(self) -> PlanRecord:
         """The plan of a section without choices (SpecError naming the first choice)."""
@@ -55,4 +61,5 @@ class PlanSection(Frozen):
         v["dp"] = v["dp"] or 0
         v["parameter_servers"] = v["parameter_servers"] or 1
         v["shard_group"] = v["shard_group"] or 0
+        v["placement"] = v["placement"] or Placement.DATA
         return PlanRecord(**v)

@@ -136,12 +136,14 @@ class ModelSection(Frozen):
 
 
 class LayerEntry(Frozen):
-    """One layer of a layers model, per sample."""
+    """One layer of a layers model, per sample: FLOPs, parameters, the bytes it keeps for the
+    backward pass in fp32, and (optionally) its output elements."""
 
     name: str
     forward_flops: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     params: Annotated[float, Field(ge=0, allow_inf_nan=False)]
     activation_bytes: Bytes
+    outputs: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 0.0
 
 
 class LayersSection(Frozen):
@@ -154,7 +156,8 @@ class LayersSection(Frozen):
     def to_model_spec(self) -> LayersModel:
         return LayersModel(name=self.name, layers=tuple(
             Layer(name=x.name, forward_flops=x.forward_flops, params=x.params,
-                  activation_bytes=x.activation_bytes) for x in self.layers))
+                  activation_bytes=x.activation_bytes, outputs=x.outputs)
+            for x in self.layers))
 
 
 def _known_names() -> dict[str, Any]:

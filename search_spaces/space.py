@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,9 @@ from cost import (
     DEFAULT_EFFICIENCY,
     ClusterSpec,
     Efficiency,
+    MixedCluster,
     NoValidValueError,
+    Placement,
     Plan,
     TrainingSpec,
     Workload,
@@ -42,6 +44,7 @@ from .grid import (
     stack_clusters,
 )
 from .plan import PLAN_FIELDS
+from .pools import pool_choices, pool_gpu_counts, with_pool_values
 from .spec import StudySpec
 
 __all__ = [
@@ -61,7 +64,7 @@ OUTER_PLAN_KNOBS = ("tp", "pp", "cp", "dp", "ep", "etp")
 """Plan knobs that shape the layout of ranks: what a search trial chooses (ep and etp fold the
 experts of a mixture of experts into the same ranks)."""
 INNER_KNOBS = ("virtual_stages", "micro_batch", "recompute", "sequence_parallel", "zero",
-               "offload")
+               "offload", "placement", "batch_shares")
 """Plan knobs cheap to sweep: every combination is evaluated in one vectorised call."""
 
 _MAX_CHUNK = 1 << 20
@@ -77,7 +80,10 @@ def _values(value: Any) -> tuple[Any, ...]:
 
 
 def _gpu_counts(section: ClusterSection) -> set[int]:
-    """Every GPU count the cluster choices allow (nodes x GPUs per node)."""
+    """Every GPU count the cluster choices allow (nodes x GPUs per node; on pools, the GPUs
+    of any set of them)."""
+    if section.pools is not None:
+        return pool_gpu_counts(section)
     nodes = _values(section.nodes)
     if section.gpus_per_node is not None:
         per_node = _values(section.gpus_per_node)
@@ -86,15 +92,36 @@ def _gpu_counts(section: ClusterSection) -> set[int]:
     return {n * g for n in nodes for g in per_node}
 
 
-def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
-                  cluster: ClusterSpec) -> dict[str, tuple[Any, ...]]:
-    """Each plan knob's values, less those no combination of the others can use: the
-    structural rules (cost.validity.allowed_values) decide, over the GPU counts of the space."""
+_POOL_PLAN = ("placement", "batch_shares")
+"""Plan knobs of clusters of several GPU types, offered as written on pools."""
+
+
+def _given(spec: StudySpec) -> dict[str, tuple[Any, ...]]:
     given = {name: _values(getattr(spec.plan, name)) for name in PLAN_FIELDS}
+    if spec.plan.placement is None:
+        given["placement"] = ((Placement.DATA, Placement.PIPELINE)
+                              if spec.cluster.pools is not None else (Placement.DATA,))
+    return given
+
+
+def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
+                  cluster: ClusterSpec | MixedCluster) -> dict[str, tuple[Any, ...]]:
+    """Each plan knob's values, less those no combination of the others can use: the
+    structural rules (cost.validity.allowed_values) decide, over the GPU counts of the space
+    (on pools, with the first used pool standing for the cluster; placement and batch shares
+    as written)."""
+    given = _given(spec)
     coded = {name: [float(x) for x in encode(name, values)] for name, values in given.items()}
+    pools = isinstance(cluster, MixedCluster)
+    if isinstance(cluster, MixedCluster):
+        cluster = cluster.pools[cluster.used[0]]
+    asked = {k: coded[k] for k in _POOL_PLAN} if pools else {}
+    coded.update({k: [0.0] for k in asked})
     try:
         allowed = allowed_values(model, cluster, training, coded,
                                  gpu_counts=sorted(_gpu_counts(spec.cluster)))
+        allowed.update(asked)
+        coded.update(asked)
     except NoValidValueError as err:
         shown = tuple(_word(v) for v in given[err.knob])
         raise SpecError(f"no value of {shown} fits the model ({model.describe()}, "
@@ -111,6 +138,8 @@ def _word(value: Any) -> Any:
 
 
 def _cluster_choices(section: ClusterSection) -> dict[str, tuple[Any, ...]]:
+    if section.pools is not None:
+        return pool_choices(section)
     out: dict[str, tuple[Any, ...]] = {}
     for name in CLUSTER_KNOBS:
         if name.startswith("expansion."):
@@ -153,20 +182,32 @@ class Space:
                    efficiency=spec.efficiency())
 
     @property
+    def cluster_knobs(self) -> tuple[str, ...]:
+        """The cluster's knobs: CLUSTER_KNOBS, or on pools `pools[i].<field>` and
+        `inter_pool_bandwidth` (search_spaces.pools)."""
+        return tuple(k[len("cluster."):] for k in self.choices if k.startswith("cluster."))
+
+    @property
     def searched(self) -> list[str]:
         """Knobs with more than one value, in a stable order (cluster first)."""
-        names = [f"cluster.{k}" for k in CLUSTER_KNOBS] + list(PLAN_FIELDS)
+        names = [f"cluster.{k}" for k in self.cluster_knobs] + list(PLAN_FIELDS)
         return [n for n in names if len(self.choices[n]) > 1]
 
     def cluster_combinations(self) -> Iterator[dict[str, Any]]:
         """Every combination of the cluster knobs, as {"gpu": ..., "nodes": ..., ...}."""
-        names = list(CLUSTER_KNOBS)
+        names = list(self.cluster_knobs)
         for combo in itertools.product(*(self.choices[f"cluster.{n}"] for n in names)):
             yield dict(zip(names, combo, strict=True))
 
-    def cluster(self, values: Mapping[str, Any]) -> ClusterSpec:
+    def cluster(self, values: Mapping[str, Any]) -> ClusterSpec | MixedCluster:
         """The cost model's cluster for one combination of the cluster knobs."""
         section = self.spec.cluster
+        if section.pools is not None:
+            try:
+                return with_pool_values(section, values).to_cluster_spec(
+                    self.training.precision)
+            except SpecError as err:
+                raise err.with_file(self.spec.file) from err
         plain = {k: v for k, v in values.items() if not k.startswith("expansion.")}
         update: dict[str, Any] = dict(plain)
         if section.expansion is not None:
@@ -178,7 +219,7 @@ class Space:
         except SpecError as err:
             raise err.with_file(self.spec.file) from err
 
-    def some_cluster(self) -> ClusterSpec:
+    def some_cluster(self) -> ClusterSpec | MixedCluster:
         """The first cluster of the space that can be built (SpecError of the first one if
         none can)."""
         first: SpecError | None = None
@@ -189,7 +230,7 @@ class Space:
                 first = first or err
         raise first or SpecError("the cluster section allows no cluster", field="cluster")
 
-    def plans(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None
+    def plans(self, cluster: ClusterSpec | MixedCluster, fixed: Mapping[str, Any] | None = None
               ) -> Iterator[Plan]:
         """The structurally valid plans on `cluster`, in chunks of arrays; knobs in `fixed`
         take that one value (user vocabulary: "selective", True, ...)."""
@@ -203,11 +244,17 @@ class Space:
             if np.any(ok):
                 yield Plan(**{k: v[ok] for k, v in chunk.items()})
 
-    def grids(self, cluster: ClusterSpec, fixed: Mapping[str, Any] | None = None, *,
+    def grids(self, cluster: ClusterSpec | MixedCluster,
+              fixed: Mapping[str, Any] | None = None, *,
               max_plans: int = GRID_PLANS) -> Iterator[PlanGrid]:
         """The structurally valid plans on `cluster` as grids of about `max_plans` plans
         (search_spaces.grid): the valid layouts times every combination of the grid knobs;
-        knobs in `fixed` take that one value (user vocabulary)."""
+        knobs in `fixed` take that one value (user vocabulary). On a cluster of several GPU
+        types a plan is valid when some set of its pools runs it, which the rules of a layout
+        alone cannot say: its grids are its flat valid plans (no axes)."""
+        if isinstance(cluster, MixedCluster):
+            yield from self._flat_grids(cluster, fixed, max_plans)
+            return
         coded = self._coded(fixed)
         layout, axes = split_knobs(coded, max_plans=max_plans)
         if not self._cluster_passes(cluster):
@@ -220,6 +267,17 @@ class Space:
             for start in range(0, len(rows[layout[0]]), step):
                 part = {k: v[start:start + step] for k, v in rows.items()}
                 yield PlanGrid(layouts=part, axes=grid_axes, single=single)
+
+    def _flat_grids(self, cluster: MixedCluster, fixed: Mapping[str, Any] | None,
+                    max_plans: int) -> Iterator[PlanGrid]:
+        """The valid plans of a cluster of several GPU types as grids of layouts only."""
+        for plan in self.plans(cluster, fixed):
+            n = int(np.size(plan.tp))
+            columns = {f.name: np.broadcast_to(np.asarray(getattr(plan, f.name), dtype=np.float64),
+                                               (n,)) for f in fields(plan)}
+            for start in range(0, n, max_plans):
+                yield PlanGrid(layouts={k: v[start:start + max_plans] for k, v in columns.items()},
+                               axes=(), single={})
 
     def cluster_grids(self, combinations: Iterable[Mapping[str, Any]] | None = None, *,
                       max_plans: int = GRID_PLANS) -> Iterator[ClusterGrid]:
@@ -239,6 +297,11 @@ class Space:
             except SpecError:
                 continue
             if not self._cluster_passes(cluster):
+                continue
+            if isinstance(cluster, MixedCluster):  # pools: evaluated alone, plan by plan
+                yield from (ClusterGrid(grid=g, cluster=cluster, clusters=(cluster,),
+                                        values=(values,), owner=np.zeros(g.rows, dtype=int))
+                            for g in self.grids(cluster, max_plans=max_plans))
                 continue
             key = (cluster.gpu.name, cluster.pricing)
             group = open_groups.get(key)
@@ -264,8 +327,10 @@ class Space:
         coded: dict[str, np.ndarray] = self._memo[key]
         return coded
 
-    def _cluster_passes(self, cluster: ClusterSpec) -> bool:
+    def _cluster_passes(self, cluster: ClusterSpec | MixedCluster) -> bool:
         """The rules that read no knob (a GPU with the training's precision), per GPU."""
+        if isinstance(cluster, MixedCluster):
+            return global_rules_pass(self.model, cluster, self.training)
         key = ("global", cluster.gpu.name, cluster.gpu.peak_for(self.training.precision))
         if key not in self._memo:
             self._memo[key] = global_rules_pass(self.model, cluster, self.training)

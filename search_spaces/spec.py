@@ -21,6 +21,7 @@ from cost import (
     ClusterSpec,
     Efficiency,
     InvalidPlanError,
+    MixedCluster,
     Plan,
     TrainingSpec,
     Workload,
@@ -31,7 +32,7 @@ from cost import (
 from .calibration import load_profile
 from .checks import price_problems, token_problems
 from .choices import Choice, is_choice
-from .cluster import ClusterSection, Expansion, GPUSection, gpu_spec
+from .cluster import ClusterSection, Expansion, GPUSection, PoolSection, gpu_spec
 from .errors import SpecError, one_or_many
 from .fields import Frozen
 from .messages import from_validation_error
@@ -50,12 +51,20 @@ from .yaml_io import load_yaml, read_text
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
-CostInputs = tuple[Workload, ClusterSpec, TrainingSpec, Plan]
+CostInputs = tuple[Workload, ClusterSpec | MixedCluster, TrainingSpec, Plan]
 
 
 def _model_kind(value: Any) -> str:
     kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
     return "<layers>" if kind == "layers" else "<transformer>"
+
+
+def _one_cluster(value: Any) -> Any:
+    if isinstance(value, list):
+        raise ValueError("cluster is one mapping; for GPUs of several types list them as pools: "
+                         "cluster: {pools: [{gpu: a100-80gb, nodes: 16}, {gpu: h100-80gb, "
+                         "nodes: 8}]}")
+    return value
 
 
 def _distinct(objective: tuple[str, ...]) -> tuple[str, ...]:
@@ -73,7 +82,7 @@ class StudySpec(Frozen):
               Annotated[LayersSection, Tag("<layers>")]],
         Discriminator(_model_kind), BeforeValidator(resolve_model)]
     training: TrainingSection
-    cluster: ClusterSection
+    cluster: Annotated[ClusterSection, BeforeValidator(_one_cluster)]
     plan: PlanSection = PlanSection()
     objective: Annotated[Objective, AfterValidator(_distinct)] = ("throughput",)
     constraints: Constraints = Constraints()
@@ -91,6 +100,8 @@ class StudySpec(Frozen):
         """Dotted names of the values under `cluster` and `plan` that are choices."""
         found = [f"plan.{k}" for k, v in self.plan if is_choice(v)]
         found += [f"cluster.{k}" for k, v in self.cluster if is_choice(v)]
+        for i, pool in enumerate(self.cluster.pools or ()):
+            found += [f"cluster.pools[{i}].{k}" for k, v in pool if is_choice(v)]
         if self.cluster.expansion is not None:
             found += [f"cluster.expansion.{k}" for k, v in self.cluster.expansion if is_choice(v)]
         return found
@@ -146,6 +157,7 @@ class StudySpec(Frozen):
 SECTIONS: dict[str, type[BaseModel]] = {
     "": StudySpec, "model": ModelSection, "training": TrainingSection,
     "cluster": ClusterSection, "cluster.gpu": GPUSection, "cluster.expansion": Expansion,
+    "cluster.pools": PoolSection, "cluster.pools.gpu": GPUSection,
     "plan": PlanSection, "constraints": Constraints, "search": SearchSection,
     "stack": StackSection,
 }
@@ -178,11 +190,16 @@ def load_spec(path: str | Path) -> StudySpec:
 
 
 def _precision_problems(spec: StudySpec) -> list[SpecError]:
-    """A fixed GPU must support the training precision (a list of GPUs is pruned instead)."""
-    gpu, precision = spec.cluster.gpu, spec.training.precision
-    if isinstance(gpu, Choice):
-        return []
-    found = gpu_spec(gpu, precision)
-    problem = precision_violation(found.peak_flops_per_s, found.name, precision)
-    return [SpecError(f"{problem} or another GPU", field="training.precision")] if problem \
-        else []
+    """A fixed GPU (of the cluster or of a pool) must support the training precision (a list
+    of GPUs is pruned instead)."""
+    precision = spec.training.precision
+    gpus = [spec.cluster.gpu] + [p.gpu for p in spec.cluster.pools or ()]
+    out = []
+    for gpu in gpus:
+        if gpu is None or isinstance(gpu, Choice):
+            continue
+        found = gpu_spec(gpu, precision)
+        problem = precision_violation(found.peak_flops_per_s, found.name, precision)
+        if problem:
+            out.append(SpecError(f"{problem} or another GPU", field="training.precision"))
+    return out

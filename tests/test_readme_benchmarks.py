@@ -39,9 +39,12 @@ QUICK: dict[str, tuple[list[str], str]] = {
     # script: (arguments, a phrase its output must contain)
     "benchmarks/accuracy.py": (["--cases", "{cases}"], "mean absolute error"),
     "benchmarks/calibration.py": (["--cases", "{cases}"], "held out"),
+    "benchmarks/cmdare.py": (["--limit", "8"], "mixed clusters"),
+    "benchmarks/cnn_h100.py": ([], "largest step error"),
     "benchmarks/comet_case_study.py": ([], "spread at one budget"),
     "benchmarks/gpu_validation.py": ([], "peak memory"),
     "benchmarks/moe_accuracy.py": (["--limit", "6"], "mean absolute error"),
+    "benchmarks/hetero.py": ([], "no worse"),
     "benchmarks/pareto_quality.py": (["--trials", "12", "--seeds", "1", "--samplers", "tpe"],
                                      "hypervolume"),
     "benchmarks/search_quality.py": (["--trials", "12", "--seeds", "1", "--no-flat",

@@ -34,21 +34,23 @@ def test_parameter_servers_share_the_load() -> None:
 
 
 def cm_dare(workers: int, sync: str, servers: int = 1) -> float:
-    """Images/s of ResNet-32 on P100 cloud workers (one GPU per VM, 128 images per step)."""
+    """Images/s of CM-DARE's ResNet-32 on P100 cloud workers (one GPU per VM, 128 images a
+    step)."""
     cluster = ClusterSpec.of(gpu_catalog()["p100"], nodes=workers, gpus_per_node=1,
                              scale_up_domain_gpus=1, scale_out_bandwidth_bytes_per_s=2e9,
                              parameter_server_bandwidth_bytes_per_s=1e9)
     training = TrainingSpec(global_batch=128 * workers, precision="fp32")
     code = -1 if sync == "auto" else SYNC.index(sync)
     plan = Plan(micro_batch=128, sync=code, parameter_servers=servers)
-    return float(evaluate(network_catalog()["resnet-32"], cluster, training, plan).tokens_per_s)
+    return float(evaluate(network_catalog()["resnet-32-t2t"], cluster, training, plan).tokens_per_s)
 
 
 def test_one_parameter_server_caps_a_p100_cluster_and_a_second_lifts_it() -> None:
     one = [cm_dare(n, "parameter_server") for n in (1, 2, 4, 8, 16)]
     assert one[2] > 3.5 * one[0]  # scales while the server keeps up
-    assert one[4] < 1.1 * one[3]  # then stops: the server's link is the bottleneck
-    assert cm_dare(16, "parameter_server", servers=2) > 1.8 * one[4]
+    assert one[4] < 1.1 * one[3]  # then stops: the server's update rate is the bottleneck
+    # a second server halves the bytes each serves, not its per-update overhead
+    assert cm_dare(16, "parameter_server", servers=2) > 1.6 * one[4]
 
 
 def test_ring_allreduce_keeps_scaling() -> None:

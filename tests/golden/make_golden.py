@@ -72,6 +72,13 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     from cost import PlanRecord
     from search_spaces import Space, load_spec
 
+    def plan_as_dict(plan: Any, *, gpus: float, index: int) -> dict[str, Any]:
+        """Plan `index` in the user's words, knobs of clusters of several GPU types left out
+        where they keep their defaults (on one GPU type they always do)."""
+        out = PlanRecord.of(plan, gpus=gpus, index=index).as_dict()
+        defaults = {"placement": "data", "batch_shares": "balanced"}
+        return {k: v for k, v in out.items() if defaults.get(k) != v}
+
     spec = load_spec(path)
     space = Space.from_spec(spec)
     raw = yaml.safe_load(path.read_text())
@@ -88,12 +95,15 @@ def _example_entries(path: Path) -> list[dict[str, Any]]:
     start = 0
     for values, cluster, chunk in chunks:
         for i in sorted(j - start for j in wanted if start <= j < start + len(chunk.tp)):
-            plan = PlanRecord.of(chunk, gpus=float(cluster.gpus), index=i).as_dict()
+            plan = plan_as_dict(chunk, gpus=float(cluster.gpus), index=i)
             picked.append((values, plan))
         start += len(chunk.tp)
     out = []
     for values, plan in picked:
         cluster = dict(raw["cluster"])
+        if "pools" in cluster:
+            out.append({"spec": _pools_spec(raw, values, plan)})
+            continue
         for key, value in values.items():
             if key.startswith("expansion.") and value is not None:
                 cluster.setdefault("expansion", {})
@@ -135,6 +145,26 @@ def _moe_entries(row: dict[str, str]) -> list[dict[str, Any]]:
     plans = [{**g, "recompute": words[g["recompute"]]} for g in grid if g["dp"]]
     step = max(1, len(plans) // (8 * PER_MOE_CASE))
     return [{"spec": {**base, "plan": plan}} for plan in plans[::step]]
+
+
+def _pools_spec(raw: dict[str, Any], values: dict[str, Any], plan: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A fixed spec of a pools example: each `pools[i].<field>` value in its pool."""
+    pools = [dict(p) for p in raw["cluster"]["pools"]]
+    cluster = {**raw["cluster"], "pools": pools}
+    for key, value in values.items():
+        if key.startswith("pools["):
+            index, field = key[len("pools["):].split("].")
+            if value is not None and (field in pools[int(index)] or field == "nodes"):
+                pools[int(index)][field] = value
+        elif value is not None:
+            cluster[key] = value
+    plan = {k: v for k, v in plan.items()  # dp fills the pools a plan uses
+            if not (k == "sync" and v == "auto") and k != "dp"
+            and not (k == "shard_group" and v == 0)}
+    base = {k: v for k, v in raw.items() if k not in ("plan", "cluster", "search",
+                                                       "objective", "constraints")}
+    return {**base, "cluster": cluster, "plan": plan}
 
 
 def main() -> int:

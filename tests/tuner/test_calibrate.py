@@ -102,3 +102,59 @@ def test_each_run_is_fitted_on_its_own_stack(tmp_path: Path) -> None:
     (tmp_path / "runs.csv").write_text("\n".join(rows) + "\n")
     fitted = fit(read_measurements(tmp_path / "runs.csv"), DEFAULT_EFFICIENCY)
     assert dict(fitted.gemm_fraction_by_gpu)["a100-80gb"] == pytest.approx(0.45, abs=0.005)
+
+
+CNN_TRUE = DEFAULT_EFFICIENCY.with_(layers_fraction_by_gpu=(("k80", 0.5), ("p100", 1.4)),
+                                    step_overhead_s=0.02, ps_bytes_per_s=0.5e9)
+
+
+def cnn_runs(tmp_path: Path) -> Path:
+    """CM-DARE-style runs (CIFAR ResNet-32 on 1-4 K80 or P100 workers, one or two parameter
+    servers) 'measured' with known layers fractions, per-step overhead and server rate."""
+    rows = ["spec,measured_step_time_s"]
+    for gpu, workers, servers in [("k80", 1, 1), ("k80", 4, 1), ("p100", 1, 1), ("p100", 2, 1),
+                                  ("p100", 4, 1), ("p100", 4, 2), ("k80", 2, 2), ("p100", 3, 1)]:
+        data = {"name": f"{gpu}-{workers}-{servers}", "model": "resnet-32-t2t",
+                "training": {"global_batch": 128 * workers, "precision": "fp32"},
+                "cluster": {"gpu": gpu, "nodes": workers, "gpus_per_node": 1,
+                            "scale_out_bandwidth": "16 Gbit/s",
+                            "parameter_server_bandwidth": "8 Gbit/s"},
+                "plan": {"micro_batch": 128, "sync": "parameter_server",
+                         "parameter_servers": servers}}
+        path = write(tmp_path, data)
+        spec = load_spec(path)
+        seconds = float(evaluate(*spec.to_cost_inputs(), efficiency=CNN_TRUE).step_time_s)
+        rows.append(f"{path.name},{seconds}")
+    csv_path = tmp_path / "cnn.csv"
+    csv_path.write_text("\n".join(rows) + "\n")
+    return csv_path
+
+
+def test_cnn_runs_fit_layers_fractions_overhead_and_server_rate(tmp_path: Path) -> None:
+    """As CM-DARE fitted its regressions: each GPU's speed on the workload, the per-step
+    overhead and the servers' rate are recovered from a few runs, and the runs held out are
+    then predicted."""
+    from tuner.engine.calibrate import parameters
+
+    rows = read_measurements(cnn_runs(tmp_path))
+    names = [p.name for p in parameters(rows)]
+    assert names == ["layers_fraction[k80]", "layers_fraction[p100]", "step_overhead_s",
+                     "ps_bytes_per_s", "ps_update_s"]
+    train, held = split(rows, 0.25, seed=0)
+    fitted = fit(train, DEFAULT_EFFICIENCY)
+    assert abs(errors(train, fitted)).max() < 0.02
+    assert abs(errors(held, fitted)).max() < 0.05 < abs(errors(held, DEFAULT_EFFICIENCY)).max()
+
+
+def test_a_cnn_profile_round_trips_through_its_file(tmp_path: Path) -> None:
+    out = tmp_path / "cnn.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(cnn_runs(tmp_path)), "--out", str(out),
+                                       "--holdout", "0"])
+    assert result.exit_code == 0, result.output
+    profile = yaml.safe_load(out.read_text())
+    assert set(profile["layers_fraction_by_gpu"]) == {"k80", "p100"}
+    from search_spaces import load_profile
+
+    loaded = load_profile(out)
+    assert dict(loaded.layers_fraction_by_gpu) == profile["layers_fraction_by_gpu"]
+    assert loaded.ps_bytes_per_s == profile["efficiency"]["ps_bytes_per_s"]

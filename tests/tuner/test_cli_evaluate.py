@@ -23,7 +23,7 @@ TIME_KEYS = {"compute", "recompute", "tp_comm", "pp_comm", "pp_bubble", "dp_comm
              "offload"}
 PLAN_KEYS = {"tp", "pp", "dp", "cp", "virtual_stages", "micro_batch", "recompute",
              "sequence_parallel", "zero", "offload", "sync", "parameter_servers", "shard_group",
-             "ep", "etp"}
+             "ep", "etp", "placement", "batch_shares"}
 
 
 def _run(*args: str) -> tuple[int, str, str]:

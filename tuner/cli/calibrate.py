@@ -40,7 +40,9 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
 @json_option
 def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
               as_json: bool) -> None:
-    """Fit the model's efficiency (per-GPU GEMM fraction) to measured step times."""
+    """Fit the model's efficiency to measured step times: each GPU's GEMM fraction; for
+    layers models (CNNs) each GPU's layers fraction, the per-step overhead and, with
+    parameter servers, their rate and per-update time."""
     path = out_path(out)
     rows = read_measurements(csv_path)
     fitted_rows, held = split(rows, holdout, seed)

@@ -3,9 +3,11 @@
 Measurements are a CSV with a column `spec` (a spec file, relative to the CSV) and a column
 `measured_step_time_s`. A spec with choices stands for a run whose plan is partly unknown: its
 prediction is the fastest plan that fits, as the validation README does. The fit minimises the
-sum of squared log errors over each GPU's GEMM fraction (and optionally the network fraction)
-by coordinate descent with golden-section line searches (numpy only), on a training part of
-the rows; the rest is held out to report the error the profile makes on runs it has not seen.
+sum of squared log errors over each GPU's GEMM fraction (for layers models, CM-DARE style: each
+GPU's layers fraction, the per-step overhead and the parameter servers' rate; optionally the
+network fraction) by coordinate descent with golden-section line searches (numpy only), on
+a training part of the rows; the rest is held out to report the error the profile makes on
+runs it has not seen.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from cost import ClusterSpec, Efficiency, Plan, evaluate
+from cost import FALLBACK_GEMM_FRACTION, ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
 from search_spaces import Space, SpecError, load_spec, read_text
 
-__all__ = ["Measurement", "errors", "fit", "read_measurements", "split", "summary"]
+__all__ = ["Measurement", "Parameter", "errors", "fit", "measurement", "parameters",
+           "read_measurements", "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -35,7 +38,7 @@ class Measurement:
 
     row: int
     space: Space
-    candidates: tuple[tuple[ClusterSpec, Plan], ...]
+    candidates: tuple[tuple[ClusterSpec | MixedCluster, Plan], ...]
     measured_s: float
 
     def predict(self, efficiency: Efficiency) -> float:
@@ -49,6 +52,14 @@ class Measurement:
             times = np.where(report.feasible, report.step_time_s, np.inf)
             best = min(best, float(np.min(times)))
         return best
+
+
+def measurement(space: Space, measured_s: float, *, row: int = 0) -> Measurement:
+    """One measured run of the spec `space` was made from: every plan it may have run."""
+    candidates = tuple((cluster, plans) for values in space.cluster_combinations()
+                       for cluster in [space.cluster(values)]
+                       for plans in space.plans(cluster))
+    return Measurement(row=row, space=space, candidates=candidates, measured_s=measured_s)
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
@@ -69,11 +80,8 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         if not measured > 0:
             raise SpecError(f"row {i}: {row['measured_step_time_s']!r} is not a positive "
                             "number of seconds", file=file, field="measured_step_time_s")
-        space = Space.from_spec(load_spec(path.parent / row["spec"]))
-        candidates = tuple((cluster, plans) for values in space.cluster_combinations()
-                           for cluster in [space.cluster(values)]
-                           for plans in space.plans(cluster))
-        out.append(Measurement(row=i, space=space, candidates=candidates, measured_s=measured))
+        out.append(measurement(Space.from_spec(load_spec(path.parent / row["spec"])),
+                               measured, row=i))
     if not out:
         raise SpecError("no measurements; add rows with spec and measured_step_time_s",
                         file=file)
@@ -101,36 +109,168 @@ def _golden(f: Callable[[float], float], lo: float, hi: float, steps: int = 18) 
     return (a + b) / 2.0
 
 
+@dataclass(frozen=True)
+class Parameter:
+    """One fitted parameter: its name, how it changes a profile, its range (searched on a log
+    scale where `log`)."""
+
+    name: str
+    apply: Callable[[Efficiency, float], Efficiency]
+    value: Callable[[Efficiency], float]
+    lo: float
+    hi: float
+    log: bool = False
+
+    def search(self, loss: Callable[[Efficiency], float], eff: Efficiency) -> Efficiency:
+        def at(x: float) -> float:
+            return loss(self.apply(eff, math.exp(x) if self.log else x))
+
+        lo, hi = (math.log(self.lo), math.log(self.hi)) if self.log else (self.lo, self.hi)
+        best = _golden(at, lo, hi)
+        return self.apply(eff, float(f"{math.exp(best) if self.log else best:.4g}"))
+
+
+def _gpu_names(cluster: Any) -> list[str]:
+    pools = getattr(cluster, "pools", None)
+    return [c.gpu.name for c in pools] if pools is not None else [cluster.gpu.name]
+
+
+def parameters(rows: list[Measurement], *, network: bool = False) -> list[Parameter]:
+    """What the runs can tell: the GEMM fraction of each GPU a transformer ran on; for
+    layers models (CNNs, CM-DARE's regressions) the layers fraction of each GPU and the
+    per-step overhead; with parameter servers, a server's update rate and per-update time;
+    with `network`, the network fraction."""
+    gemm: set[str] = set()
+    layers: set[str] = set()
+    servers = False
+    for r in rows:
+        names = {n for c, _ in r.candidates for n in _gpu_names(c)}
+        (layers if r.space.model.kind == "layers" else gemm).update(names)
+        servers |= any(bool(np.any(np.asarray(p.sync) == 4)) for _, p in r.candidates)
+    out = [Parameter(f"gemm_fraction[{n}]", functools.partial(_with_pair, field="gemm", name=n),
+                     functools.partial(_pair, field="gemm", name=n), 0.2, 0.95)
+           for n in sorted(gemm)]
+    out += [Parameter(f"layers_fraction[{n}]",
+                      functools.partial(_with_pair, field="layers", name=n),
+                      functools.partial(_pair, field="layers", name=n), 0.05, 4.0, log=True)
+            for n in sorted(layers)]
+    scalars = ([("step_overhead_s", 0.0, 0.3, False)] if layers else []) + (
+        [("ps_bytes_per_s", 1e7, 1e11, True), ("ps_update_s", 0.0, 0.05, False)]
+        if servers else []) + ([("network_fraction", 0.3, 1.0, False)] if network else [])
+    out += [Parameter(name, functools.partial(_with, name), functools.partial(_get, name),
+                      lo, hi, log) for name, lo, hi, log in scalars]
+    return out
+
+
 def fit(rows: list[Measurement], start: Efficiency, *, network: bool = False,
         sweeps: int = 2) -> Efficiency:
-    """Coordinate descent: each GPU's GEMM fraction in [0.2, 0.95] and, with `network`, the
-    network fraction in [0.3, 1.0], `sweeps` times. The GEMM fractions alone generalise best
-    on few runs (the network share trades off against them and overfits)."""
+    """Coordinate descent over `parameters(rows)`, `sweeps` times: each GPU's GEMM fraction in
+    [0.2, 0.95] (the GEMM fractions alone generalise best on few transformer runs; the network
+    share trades off against them and overfits), a layers model's fraction per GPU in
+    [0.05, 4] (above 1 where Winograd convolutions beat the FLOP count), its per-step overhead
+    in [0, 0.3] s, a parameter server's rate in [1e7, 1e11] bytes/s and per-update time in
+    [0, 50] ms."""
     eff = start
-    names = sorted({c.gpu.name for r in rows for c, _ in r.candidates})
+    loss = functools.partial(_loss, rows)
+    chosen = parameters(rows, network=network)
     for _ in range(sweeps):
-        for name in names:
-            best = _golden(functools.partial(_gpu_loss, rows=rows, eff=eff, name=name),
-                           0.2, 0.95)
-            eff = _with_gpu(eff, name, round(best, 4))
-        if network:
-            best = _golden(functools.partial(_network_loss, rows=rows, eff=eff), 0.3, 1.0)
-            eff = eff.with_(network_fraction=round(best, 4))
+        for parameter in chosen:
+            eff = parameter.search(loss, eff)
+    if any(not p.name.startswith("gemm_fraction") for p in chosen):
+        eff = _polish(chosen, loss, eff)
     return eff
 
 
-def _gpu_loss(x: float, *, rows: list[Measurement], eff: Efficiency, name: str) -> float:
-    return _loss(rows, _with_gpu(eff, name, x))
+def _coordinates(chosen: list[Parameter], x: np.ndarray) -> list[float]:
+    """Box coordinates in [0, 1] -> parameter values (log-scaled where `log`)."""
+    out = []
+    for p, u in zip(chosen, np.clip(x, 0.0, 1.0), strict=True):
+        if p.log:
+            out.append(math.exp(math.log(p.lo) + u * (math.log(p.hi) - math.log(p.lo))))
+        else:
+            out.append(p.lo + u * (p.hi - p.lo))
+    return out
 
 
-def _network_loss(x: float, *, rows: list[Measurement], eff: Efficiency) -> float:
-    return _loss(rows, eff.with_(network_fraction=x))
+def _apply(chosen: list[Parameter], eff: Efficiency, x: np.ndarray) -> Efficiency:
+    for p, value in zip(chosen, _coordinates(chosen, x), strict=True):
+        eff = p.apply(eff, value)
+    return eff
 
 
-def _with_gpu(eff: Efficiency, name: str, fraction: float) -> Efficiency:
-    pairs = dict(eff.gemm_fraction_by_gpu)
-    pairs[name] = fraction
-    return eff.with_(gemm_fraction_by_gpu=tuple(sorted(pairs.items())))
+def _polish(chosen: list[Parameter], loss: Callable[[Efficiency], float], eff: Efficiency,
+            *, evaluations: int = 400) -> Efficiency:
+    """Nelder-Mead (Nelder and Mead, Comput. J. 1965) over all the parameters at once, in
+    [0, 1] box coordinates, from the coordinate-descent result: a layers model's per-GPU
+    speed, per-step overhead and server rate trade off against each other, which one
+    coordinate at a time follows slowly."""
+    start = np.array([_position(p, eff) for p in chosen])
+
+    def f(x: np.ndarray) -> float:
+        return loss(_apply(chosen, eff, x))
+
+    simplex = [start] + [start + np.eye(len(start))[i] * (0.05 if start[i] < 0.95 else -0.05)
+                         for i in range(len(start))]
+    values = [f(x) for x in simplex]
+    for _ in range(evaluations):
+        order = np.argsort(values)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        centre = np.mean(simplex[:-1], axis=0)
+        reflected = centre + (centre - simplex[-1])
+        fr = f(reflected)
+        if fr < values[0]:
+            expanded = centre + 2.0 * (centre - simplex[-1])
+            fe = f(expanded)
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = centre + 0.5 * (simplex[-1] - centre)
+            fc = f(contracted)
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                simplex = [simplex[0] + 0.5 * (x - simplex[0]) for x in simplex]
+                values = [values[0]] + [f(x) for x in simplex[1:]]
+        if max(values) - min(values) < 1e-12:
+            break
+    best = simplex[int(np.argmin(values))]
+    rounded = [float(f"{v:.4g}") for v in _coordinates(chosen, best)]
+    for p, value in zip(chosen, rounded, strict=True):
+        eff = p.apply(eff, value)
+    return eff
+
+
+def _position(parameter: Parameter, eff: Efficiency) -> float:
+    """Where `eff` sets the parameter, in its [0, 1] box coordinate."""
+    value = parameter.value(eff)
+    if parameter.log:
+        span = math.log(parameter.hi) - math.log(parameter.lo)
+        return (math.log(max(value, parameter.lo)) - math.log(parameter.lo)) / span
+    return (value - parameter.lo) / (parameter.hi - parameter.lo)
+
+
+def _get(name: str, eff: Efficiency) -> float:
+    return float(getattr(eff, name))
+
+
+def _pair(eff: Efficiency, *, field: str, name: str) -> float:
+    """A GPU's fraction in `eff` (its profile's, else what the model uses on a typical GPU:
+    the profile's for all, else the fallback)."""
+    pairs = dict(getattr(eff, f"{field}_fraction_by_gpu"))
+    given = getattr(eff, f"{field}_fraction")
+    return float(pairs.get(name, given if given is not None else FALLBACK_GEMM_FRACTION))
+
+
+def _with(name: str, eff: Efficiency, value: float) -> Efficiency:
+    return eff.with_(**{name: value})
+
+
+def _with_pair(eff: Efficiency, value: float, *, field: str, name: str) -> Efficiency:
+    key = f"{field}_fraction_by_gpu"
+    pairs = dict(getattr(eff, key))
+    pairs[name] = value
+    return eff.with_(**{key: tuple(sorted(pairs.items()))})
 
 
 def split(rows: list[Measurement], holdout: float, seed: int

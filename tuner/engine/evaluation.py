@@ -12,13 +12,14 @@ from cost import (
     ClusterSpec,
     CostReport,
     Efficiency,
+    MixedCluster,
     Plan,
     PlanResult,
     evaluate,
     evaluate_grid,
     plan_result,
 )
-from search_spaces import CLUSTER_KNOBS, GPUSection, Space
+from search_spaces import GPUSection, Space
 from search_spaces.grid import PlanGrid
 
 from .limits import limit_messages
@@ -53,7 +54,7 @@ class Evaluated:
 class Candidate:
     """One plan picked from a chunk: where it came from and its numbers."""
 
-    cluster: ClusterSpec
+    cluster: ClusterSpec | MixedCluster
     plan: Plan  # scalar fields
     objectives: tuple[float, ...]
     constraints: dict[str, float]
@@ -69,10 +70,10 @@ class Candidate:
 def cluster_values(space: Space, chosen: Mapping[str, Any]) -> dict[str, Any]:
     """Every cluster knob's value: the chosen ones (keys "cluster.<knob>"), else the only one."""
     return {k: chosen.get(f"cluster.{k}", space.choices[f"cluster.{k}"][0])
-            for k in CLUSTER_KNOBS}
+            for k in space.cluster_knobs}
 
 
-def evaluate_chunks(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any],
+def evaluate_chunks(space: Space, cluster: ClusterSpec | MixedCluster, fixed: Mapping[str, Any],
                     efficiency: Efficiency | None = None) -> Iterator[Evaluated]:
     """The cost model and the scores on every valid plan of `cluster` with `fixed` knobs,
     grid by grid (cost.evaluate_grid)."""
@@ -97,7 +98,8 @@ def one_plan(plans: Plan, i: int) -> Plan:
                    else getattr(plans, k) for k in Plan.__dataclass_fields__})
 
 
-def best_plan(space: Space, cluster: ClusterSpec, fixed: Mapping[str, Any]) -> Candidate | None:
+def best_plan(space: Space, cluster: ClusterSpec | MixedCluster, fixed: Mapping[str, Any]
+              ) -> Candidate | None:
     """The best valid plan of `cluster` with the `fixed` knobs (None when there is none):
     the feasible one best by the first objective, else the one closest to its limits."""
     directions = [DIRECTIONS[o] for o in space.spec.objective]

@@ -20,6 +20,7 @@ from cost import (
     DEFAULT_EFFICIENCY,
     ClusterSpec,
     Efficiency,
+    MixedCluster,
     Plan,
     PlanRecord,
     PlanResult,
@@ -54,16 +55,37 @@ TERM_LABELS = {
 """The terms of an explained step time, largest first in the output."""
 
 
-def _with_gpu(cluster: ClusterSpec, **changes: Any) -> ClusterSpec:
+AnyCluster = ClusterSpec | MixedCluster
+
+
+def _with_gpu(cluster: AnyCluster, **changes: Any) -> Any:
+    """The cluster with every GPU changed (each pool's on a cluster of several types)."""
+    if isinstance(cluster, MixedCluster):
+        return replace(cluster, pools=tuple(_with_gpu(c, **changes) for c in cluster.pools))
     return cluster.with_(gpu=replace(cluster.gpu, **changes))
 
 
-def _step_s(inputs: tuple[Any, ClusterSpec, Any, Plan], efficiency: Efficiency) -> float:
+def _with_links(cluster: AnyCluster, factor: float) -> Any:
+    """The cluster with `factor` x the scale-out bandwidth (of every pool, and between
+    pools)."""
+    if isinstance(cluster, MixedCluster):
+        return replace(cluster, pools=tuple(_with_links(c, factor) for c in cluster.pools),
+                       inter_pool_bandwidth_bytes_per_s=factor
+                       * cluster.inter_pool_bandwidth_bytes_per_s)
+    out = float(np.ravel(np.asarray(cluster.scale_out_bandwidth_bytes_per_s))[0])
+    return cluster.with_(scale_out_bandwidth_bytes_per_s=factor * out)
+
+
+def _first(cluster: AnyCluster) -> ClusterSpec:
+    return cluster.pools[cluster.used[0]] if isinstance(cluster, MixedCluster) else cluster
+
+
+def _step_s(inputs: tuple[Any, AnyCluster, Any, Plan], efficiency: Efficiency) -> float:
     model, cluster, training, plan = inputs
     return float(evaluate(model, cluster, training, plan, efficiency=efficiency).step_time_s)
 
 
-def time_terms(model: Any, cluster: ClusterSpec, training: Any, plan: Plan,
+def time_terms(model: Any, cluster: AnyCluster, training: Any, plan: Plan,
                *, efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[dict[str, Any]]:
     """The step time's terms, largest first: {"term", "label", "seconds", "share"}. Compute and
     recompute are split into the FLOP-bound part (their time with unlimited HBM bandwidth) and
@@ -144,13 +166,19 @@ def _change(before: float, after: float) -> float:
     return after / before - 1.0 if before > 0 else 0.0
 
 
-def _bandwidth_what_ifs(inputs: tuple[Any, ClusterSpec, Any, Plan], step_s: float,
+def _bandwidth_what_ifs(inputs: tuple[Any, AnyCluster, Any, Plan], step_s: float,
                         efficiency: Efficiency) -> dict[str, Any]:
+    """2x the scale-out bandwidth (of every pool and between pools), 2x the HBM bandwidth
+    (of every GPU); the figures shown are the first used pool's."""
     model, cluster, training, plan = inputs
-    out_bw = float(np.ravel(np.asarray(cluster.scale_out_bandwidth_bytes_per_s))[0])
-    hbm_bw = cluster.gpu.hbm_bandwidth_bytes_per_s
-    wider = cluster.with_(scale_out_bandwidth_bytes_per_s=2.0 * out_bw)
-    faster = _with_gpu(cluster, hbm_bandwidth_bytes_per_s=2.0 * hbm_bw)
+    first = _first(cluster)
+    out_bw = float(np.ravel(np.asarray(first.scale_out_bandwidth_bytes_per_s))[0])
+    hbm_bw = first.gpu.hbm_bandwidth_bytes_per_s
+    wider = _with_links(cluster, 2.0)
+    faster = (replace(cluster, pools=tuple(
+        _with_gpu(c, hbm_bandwidth_bytes_per_s=2.0 * c.gpu.hbm_bandwidth_bytes_per_s)
+        for c in cluster.pools)) if isinstance(cluster, MixedCluster)
+        else _with_gpu(cluster, hbm_bandwidth_bytes_per_s=2.0 * hbm_bw))
     out_s = _step_s((model, wider, training, plan), efficiency)
     hbm_s = _step_s((model, faster, training, plan), efficiency)
     return {
@@ -181,8 +209,11 @@ def explain(spec: StudySpec) -> dict[str, Any]:
     report = evaluate(*inputs, efficiency=efficiency)
     result = with_spec_limits(spec, report, plan_result(*inputs, report))
     terms = time_terms(*inputs, efficiency=efficiency)
-    space = neighbourhood(spec, result.plan, gpus=result.cluster.gpus,
-                          global_batch=training.global_batch)
+    capacity = None
+    if not isinstance(cluster, MixedCluster):
+        space = neighbourhood(spec, result.plan, gpus=result.cluster.gpus,
+                              global_batch=training.global_batch)
+        capacity = _capacity_what_if(space, cluster)
     return {
         "spec": spec.name, "model": result.model, "plan": result.plan.as_dict(),
         "cluster": result.cluster.as_dict(), "feasible": result.feasible,
@@ -191,5 +222,7 @@ def explain(spec: StudySpec) -> dict[str, Any]:
         "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
         **_price(result, training.tokens),
         "what_if": {**_bandwidth_what_ifs(inputs, result.step_time_s, efficiency),
-                    "hbm_capacity_x1_5": _capacity_what_if(space, cluster)},
+                    "hbm_capacity_x1_5": capacity},
+        **({"pools": [dict(p) for p in result.pools], "bottleneck": result.bottleneck}
+           if result.pools else {}),
     }

@@ -71,15 +71,26 @@ def fixed_plan_values(plan: PlanRecord, knobs: frozenset[str]) -> dict[str, Any]
     return out
 
 
-def _cluster_value(spec: StudySpec, knob: str, label: Any) -> Any:
-    """The spec value a trial's cluster label stands for (a custom GPU's mapping by name)."""
-    if knob != "gpu":
-        return label
-    options = spec.cluster.gpu.values() if hasattr(spec.cluster.gpu, "values") else ()
-    for option in options:
+def _gpu_value(options: Any, label: Any) -> Any:
+    """The spec value a trial's GPU label stands for (a custom GPU's mapping by name)."""
+    for option in options.values() if hasattr(options, "values") else ():
         if not isinstance(option, str) and getattr(option, "name", None) == label:
             return option.model_dump(mode="json")
     return label
+
+
+def _set_cluster_value(spec: StudySpec, cluster: dict[str, Any], knob: str, label: Any) -> None:
+    """Write a trial's cluster choice into a spec's cluster mapping: `expansion.<field>`,
+    `pools[i].<field>` (into that pool) or a field of the cluster."""
+    if knob.startswith("expansion."):
+        cluster.setdefault("expansion", {})[knob.split(".", 1)[1]] = label
+    elif knob.startswith("pools["):
+        index, field = knob[len("pools["):].split("].", 1)
+        pool = cluster["pools"][int(index)]
+        options = (spec.cluster.pools or ())[int(index)].gpu
+        pool[field] = _gpu_value(options, label) if field == "gpu" else label
+    else:
+        cluster[knob] = _gpu_value(spec.cluster.gpu, label) if knob == "gpu" else label
 
 
 def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
@@ -93,11 +104,7 @@ def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
     for key, label in trial.params.items():
         if not key.startswith("cluster."):
             continue
-        knob = key[len("cluster."):]
-        if knob.startswith("expansion."):
-            cluster.setdefault("expansion", {})[knob.split(".", 1)[1]] = label
-        else:
-            cluster[knob] = _cluster_value(spec, knob, label)
+        _set_cluster_value(spec, cluster, key[len("cluster."):], label)
     data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs)
     fixed = parse_spec(data, file=spec.file, name=data["name"])
     return ChosenPlan(trial=trial.number, result=result, data=data, spec=fixed)

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from search_spaces import CLUSTER_KNOBS, Space, SpecError
+from cost import MixedCluster
+from search_spaces import Space, SpecError
 
 from .evaluation import best_plan, label
 
@@ -30,13 +31,15 @@ def warm_start_params(space: Space, knobs: list[str]) -> list[dict[str, Any]]:
     the GPUs of a node with the least pipeline parallelism that fits, and the least model
     parallelism (tp, then pp) that fits; on the first cluster of the space. Only the `knobs`
     the trial samples are given."""
-    values = {k: space.choices[f"cluster.{k}"][0] for k in CLUSTER_KNOBS}
+    values = {k: space.choices[f"cluster.{k}"][0] for k in space.cluster_knobs}
     try:
         cluster = space.cluster(values)
     except SpecError:
         return []
     base = {"cp": min(space.choices["cp"])}
-    node = int(np.ravel(np.asarray(cluster.gpus_per_node))[0])
+    nodes = ([cluster.pools[i] for i in cluster.used] if isinstance(cluster, MixedCluster)
+             else [cluster])
+    node = min(int(np.ravel(np.asarray(c.gpus_per_node))[0]) for c in nodes)
     tps = sorted(space.choices["tp"])
     in_node = [t for t in tps if t <= node]
     starts = [_first_fit(space, cluster, sorted(in_node, reverse=True)[:1], base),

@@ -8,7 +8,7 @@ from typing import Any
 from cost import PlanRecord, PlanResult
 
 from .studies import plan_summary
-from .text import price_rows
+from .text import cluster_line, pool_rows, price_rows
 
 __all__ = ["explain_text"]
 
@@ -59,7 +59,9 @@ def _neighbour(best: Mapping[str, Any] | None) -> str:
             f"({best['memory_total_bytes'] / _GIB:.1f} GiB)")
 
 
-def _capacity_rows(capacity: Mapping[str, Any]) -> list[str]:
+def _capacity_rows(capacity: Mapping[str, Any] | None) -> list[str]:
+    if capacity is None:
+        return []
     today, larger = capacity["best_today"], capacity["best_larger"]
     evaluated = (today or larger or {}).get("plans_evaluated", 0)
     rows = [f"    1.5x HBM capacity ({capacity['from_bytes'] / _GIB:.0f} -> "
@@ -85,11 +87,11 @@ def explain_text(out: Mapping[str, Any]) -> str:
     lines = [
         f"{out['spec']}",
         f"  model             {out['model']}",
-        f"  cluster           {c['nodes']} x {c['gpus_per_node']} {c['gpu']} "
-        f"({c['gpus']} GPUs, {c['pricing']})",
+        f"  cluster           {cluster_line(c)}",
         f"  plan              {plan_summary(PlanRecord.from_dict(out['plan']))} ({status})",
         f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
         *_terms(out),
+        *pool_rows(out.get("pools"), out.get("bottleneck", "")),
         _memory(out["memory"]),
         *[f"    - {v}" for v in out["violations"]],
         *_price_rows(out),

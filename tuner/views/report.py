@@ -24,7 +24,7 @@ from .report_figures import (
     time_figure,
 )
 from .studies import best_cells, cluster_summary, plan_summary
-from .text import unit_label, usd
+from .text import pool_rows, unit_label, usd
 
 __all__ = ["build_report", "search_figures"]
 
@@ -118,7 +118,17 @@ def _best_section(results: Sequence[TrialResult], pareto: bool) -> str:
     best = results[0]
     where = f"{cluster_summary(best.result.cluster)} ({best.result.cluster.gpus} GPUs)"
     return (f"<h2>Best plan</h2><p><code>{html.escape(plan_summary(best.result.plan))}"
-            f"</code> on {html.escape(where)}, trial {best.trial}</p>{_cards(best.result)}")
+            f"</code> on {html.escape(where)}, trial {best.trial}</p>{_cards(best.result)}"
+            f"{_pools(best.result)}")
+
+
+def _pools(result: PlanResult) -> str:
+    """On a cluster of several GPU types: what each pool does and which bounds the step."""
+    if not result.pools:
+        return ""
+    rows = pool_rows(result.pools, result.bottleneck)
+    return (f"<h3>Pools</h3><pre>{html.escape(chr(10).join(r.strip() for r in rows[:1]))}\n"
+            f"{html.escape(chr(10).join(r[4:] for r in rows[1:]))}</pre>")
 
 
 def build_report(study: optuna.Study, *, top: int = 5) -> str:

@@ -37,7 +37,8 @@ def plan_summary(plan: PlanRecord) -> str:
     p = plan.as_dict()
     parts = [f"tp={p['tp']}", f"pp={p['pp']}", f"dp={p['dp']}"]
     optional: dict[str, Any] = {"cp": 1, "ep": 1, "etp": 1, "virtual_stages": 1, "zero": 0,
-                                "offload": "none"}
+                                "offload": "none", "placement": "data",
+                                "batch_shares": "balanced"}
     parts += [f"{k}={p[k]}" for k, default in optional.items() if p[k] != default]
     parts.append(f"mb={p['micro_batch']}")
     parts.append(f"recompute={p['recompute']}")
@@ -47,7 +48,11 @@ def plan_summary(plan: PlanRecord) -> str:
 
 
 def cluster_summary(cluster: ClusterSummary) -> str:
-    """'128x8 a100-80gb' (and ' spot' on spot servers)."""
+    """'128x8 a100-80gb' (and ' spot' on spot servers); pools joined by '+'."""
+    if cluster.pools:
+        return "+".join(f"{p['nodes']}x{p['gpus_per_node']} {p['gpu']}"
+                        + (" spot" if p["pricing"] == "spot" else "")
+                        for p in cluster.pools if p["nodes"] > 0)
     return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
             + (" spot" if cluster.pricing == "spot" else ""))
 
@@ -80,8 +85,15 @@ _BEST_COLUMNS: list[tuple[str, Callable[[TrialResult], str]]] = [
 ]
 
 
+def _on_spot(r: TrialResult) -> bool:
+    """The plan runs on spot servers (all of them, or those of some of its pools)."""
+    cluster = r.result.cluster
+    return cluster.pricing == "spot" or any(p.get("pricing") == "spot" and p.get("nodes")
+                                            for p in cluster.pools)
+
+
 def _spot_cell(r: TrialResult) -> str:
-    if r.result.cluster.pricing != "spot":
+    if not _on_spot(r):
         return "-"
     return "+" + _number(100.0 * r.result.revocation_overhead, ".1f")
 
@@ -92,7 +104,7 @@ def best_columns(results: Sequence[TrialResult]
     expected overhead of revocations, restarts and checkpoints, in time and money alike)
     beside tokens/s."""
     columns = list(_BEST_COLUMNS)
-    if any(r.result.cluster.pricing == "spot" for r in results):
+    if any(_on_spot(r) for r in results):
         at = [name for name, _ in columns].index("tokens/s") + 1
         columns.insert(at, ("spot +%", _spot_cell))
     return columns

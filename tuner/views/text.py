@@ -9,8 +9,8 @@ from typing import Any
 
 from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult
 
-__all__ = ["catalog_json", "catalog_text", "evaluation_text", "plan_line", "price_rows",
-           "spot_text", "to_json", "unit_label", "usd"]
+__all__ = ["catalog_json", "catalog_text", "cluster_line", "evaluation_text", "plan_line",
+           "pool_rows", "price_rows", "spot_text", "to_json", "unit_label", "usd"]
 
 _GIB = 2.0**30
 
@@ -31,17 +31,66 @@ def to_json(value: Any) -> str:
     return json.dumps(_finite(value), indent=2, allow_nan=False)
 
 
-def plan_line(plan: PlanRecord) -> str:
-    """Every knob of a plan: 'tp=8 pp=8 dp=16 cp=1 ... sync=auto'."""
+def plan_line(plan: PlanRecord, *, pools: bool = False) -> str:
+    """Every knob of a plan: 'tp=8 pp=8 dp=16 cp=1 ... sync=auto' (and placement and batch
+    shares on pools)."""
     p = plan.as_dict()
     servers = f" parameter_servers={p['parameter_servers']}" \
         if p["sync"] == "parameter_server" else ""
+    if pools:
+        servers += f" placement={p['placement']} batch_shares={p['batch_shares']}"
     experts = f" ep={p['ep']} etp={p['etp']}" if (p["ep"], p["etp"]) != (1, 1) else ""
     return (f"tp={p['tp']} pp={p['pp']} dp={p['dp']} cp={p['cp']}{experts} "
             f"virtual_stages={p['virtual_stages']} micro_batch={p['micro_batch']} "
             f"recompute={p['recompute']} "
             f"sequence_parallel={str(p['sequence_parallel']).lower()} "
             f"zero={p['zero']} offload={p['offload']} sync={p['sync']}{servers}")
+
+
+def cluster_line(cluster: Mapping[str, Any]) -> str:
+    """'128 x 8 a100-80gb (1024 GPUs, on_demand)', or each pool's nodes joined by '+'."""
+    pools = cluster.get("pools") or ()
+    if not pools:
+        return (f"{cluster['nodes']} x {cluster['gpus_per_node']} {cluster['gpu']} "
+                f"({cluster['gpus']} GPUs, {cluster['pricing']})")
+    parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']}"
+             + (f" ({p['name']}, {p['pricing']}, ${p['price_usd_per_gpu_hour']:.2f}/GPU-h)"
+                if p.get("name") else f" ({p['pricing']})")
+             for p in pools if p["nodes"] > 0]
+    return " + ".join(parts) + f" ({cluster['gpus']} GPUs)"
+
+
+def _role(pool: Mapping[str, Any]) -> str:
+    if pool["role"] == "data":
+        plural = "s" if pool["replicas"] != 1 else ""
+        return (f"data: {pool['replicas']:g} replica{plural} x {pool['micro_batches']:g} "
+                f"micro-batches, {100 * pool['share']:.0f} % of the samples")
+    if pool["role"] == "pipeline":
+        first, stages = int(pool["first_stage"]), int(pool["stages"])
+        which = f"stage {first}" if stages == 1 else f"stages {first}-{first + stages - 1}"
+        return (f"pipeline: {which} (dp {pool['replicas']:g}), "
+                f"up to {pool['layers']:g} layers a stage, {100 * pool['share']:.0f} % of the "
+                "layers")
+    return "idle"
+
+
+def pool_rows(pools: Any, bottleneck: str) -> list[str]:
+    """What each pool does: its role, the seconds its busiest GPU computes per step and its
+    memory; and which one bounds the step."""
+    if not pools:
+        return []
+    rows = [f"  pools             bottleneck: {bottleneck}"]
+    width = max(len(_pool_name(p)) for p in pools)
+    for p in pools:
+        memory = (f"  {p['memory_bytes'] / _GIB:.1f} of {p['usable_bytes'] / _GIB:.1f} GiB"
+                  if p["role"] != "idle" else "")
+        busy = f"  busy {p['busy_s']:.3f} s" if p["role"] != "idle" else ""
+        rows.append(f"    {_pool_name(p):<{width}} {p['gpus']:>6} GPUs  {_role(p)}{busy}{memory}")
+    return rows
+
+
+def _pool_name(pool: Mapping[str, Any]) -> str:
+    return pool["gpu"] if pool["name"] in ("", pool["gpu"]) else f"{pool['name']} ({pool['gpu']})"
 
 
 def _time_rows(result: PlanResult) -> list[str]:
@@ -133,10 +182,10 @@ def evaluation_text(name: str, result: PlanResult, *, tokens: float) -> str:
     lines = [
         f"{name}",
         f"  model             {result.model}",
-        f"  cluster           {c.nodes} x {c.gpus_per_node} {c.gpu} "
-        f"({c.gpus} GPUs, {c.pricing})",
-        f"  plan              {plan_line(result.plan)}",
+        f"  cluster           {cluster_line(c.as_dict())}",
+        f"  plan              {plan_line(result.plan, pools=bool(result.pools))}",
         *_headline_rows(result),
+        *pool_rows(result.pools, result.bottleneck),
         "  time per step",
         *_time_rows(result),
         "  memory per GPU",

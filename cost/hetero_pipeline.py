@@ -1,0 +1,301 @@
+"""Pipelines across pools of different GPUs (placement: pipeline): every replica's stages
+span the used pools in order, pool p holding gpus_p / (dp tp cp) consecutive stages of
+dp x tp x cp GPUs; tensor parallelism stays inside a pool, and the sends between the last
+stage of one pool and the first of the next cross the link between pools.
+
+The layers are split unevenly so that the slowest stage is as fast as it can be within every
+stage's memory, as Metis (Um et al., ATC'24, sec. 5: load-balanced layer partitioning per
+device group) and Sailor (Strati et al., SOSP'25: stage splits by GPU speed and memory) do:
+a stage of pool p with L layers takes L x t_p per micro-batch (t_p: one layer on that pool's
+GPUs, cost.workload.LayerCosts), the last stage also the logits; the least T for which
+sum over stages of min(floor((T - end) / t_p), Lmax) reaches the model's layers is found by
+bisection, Lmax being what a stage's HBM holds with the micro-batches in flight at its
+position (1F1B: min(m, pp - j) at stage j). A step of 1F1B over stages of times t_j takes
+(m - 1) max t_j + sum t_j: the bubble is sum t_j - max t_j (Narayanan et al. SC'21,
+generalised to uneven stages as in Metis' cost model).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .breakdown import MemoryUse, StepTime
+from .collectives import group_link, p2p_s
+from .degrees import Degrees
+from .efficiency import Efficiency
+from .inputs import Array, ClusterSpec, TrainingSpec
+from .memory import hbm_usable_bytes, memory_use
+from .pools import MixedCluster, MixedStep, PoolUse
+from .schedule import step_time
+from .workload import Footprint, LayerCosts, ParamGroup, StageCost, Workload
+
+__all__ = ["pipeline", "split_step_s"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """One used pool of a pipeline: its stages, the first stage's index, its layer costs,
+    and the most layers its stages (other than the last) and the last stage can hold."""
+
+    cluster: ClusterSpec
+    stages: Array
+    first_stage: Array
+    costs: LayerCosts
+    is_first: bool
+    is_last: bool
+    most: Array  # layers one of its ordinary stages holds in HBM
+    most_last: Array  # layers the last stage holds (last pool only)
+    usable: Array
+
+
+def _per_param_bytes(costs: LayerCosts, d: Degrees) -> Array:
+    """HBM bytes per parameter of a stage with the plan's ZeRO stage and offload."""
+    unit = Footprint(groups=(ParamGroup(params=np.ones(d.shape), replicas=d.dp * d.cp,
+                                        stride=d.tp),),
+                     state=costs.state, resident_params=np.zeros(d.shape),
+                     activations_bytes=np.zeros(d.shape), buffers_bytes=np.zeros(d.shape))
+    return memory_use(unit, d).total_bytes
+
+
+def _capacity(costs: LayerCosts, d: Degrees, usable: Array, *, in_flight: Array,
+              end: bool, last: bool) -> Array:
+    """Layers a stage holds in `usable` bytes with `in_flight` micro-batches' activations,
+    the vocabulary matrix of an end stage, and the buffers (the logits' on the last)."""
+    per_param = _per_param_bytes(costs, d)
+    fixed = (costs.end_params * per_param * float(end) + costs.buffer_bytes
+             + costs.last_buffer_bytes * float(last))
+    per_layer = costs.layer_params * per_param + costs.layer_activation_bytes * in_flight
+    return np.floor((usable - fixed) / np.maximum(per_layer, 1.0))
+
+
+def _pools(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: Degrees,
+           eff: Efficiency) -> list[_Pool] | None:
+    """The used pools in pipeline order with their stages and memory limits (None when the
+    workload's layers are not alike)."""
+    out: list[_Pool] = []
+    first = np.zeros(d.shape)
+    for n, i in enumerate(mixed.used):
+        cluster = mixed.pools[i]
+        costs = workload.layer_costs(cluster, training, d, eff)
+        if costs is None:
+            return None
+        stages = mixed.pool_gpus(i) / (d.dp * d.tp * d.cp)
+        usable = hbm_usable_bytes(cluster, eff)
+        is_first, is_last = n == 0, n == len(mixed.used) - 1
+        most = _capacity(costs, d, usable, in_flight=np.minimum(d.micro_batches, d.pp - first),
+                         end=is_first, last=False)
+        most_last = _capacity(costs, d, usable, in_flight=np.ones(d.shape), end=True,
+                              last=True)
+        out.append(_Pool(cluster=cluster, stages=stages, first_stage=first, costs=costs,
+                         is_first=is_first, is_last=is_last, most=most,
+                         most_last=most_last if is_last else np.zeros(d.shape),
+                         usable=usable))
+        first = first + stages
+    return out
+
+
+def _layers_at(pool: _Pool, t: Array, cap: bool) -> tuple[Array, Array]:
+    """Layers one ordinary stage and the last stage of `pool` take within t seconds."""
+    ordinary = np.floor(t / pool.costs.layer_s + 1e-9)
+    last = np.floor((t - pool.costs.last_s) / pool.costs.layer_s + 1e-9)
+    if cap:
+        ordinary, last = np.minimum(ordinary, pool.most), np.minimum(last, pool.most_last)
+    return np.maximum(ordinary, 0.0), np.maximum(last, 0.0)
+
+
+def _placed(pools: list[_Pool], t: Array, cap: bool) -> Array:
+    total: Array = np.float64(0.0)
+    for p in pools:
+        ordinary, last = _layers_at(p, t, cap)
+        count = p.stages - float(p.is_last)
+        total = total + count * ordinary + (last if p.is_last else 0.0)
+    return total
+
+
+def split_step_s(pools: list[_Pool], layers: int, *, cap: bool, iterations: int = 64
+                 ) -> Array:
+    """The least slowest-stage time T at which the stages hold the model's layers, each at
+    least one (bisection on T)."""
+    lo = np.max(np.stack([np.broadcast_to(p.costs.layer_s + (p.costs.last_s if p.is_last
+                                                              else 0.0), np.shape(p.stages))
+                          for p in pools]), axis=0)
+    hi = lo + layers * np.max(np.stack([np.broadcast_to(p.costs.layer_s, np.shape(p.stages))
+                                        for p in pools]), axis=0)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        enough = _placed(pools, mid, cap) >= layers
+        hi = np.where(enough, mid, hi)
+        lo = np.where(enough, lo, mid)
+    return hi
+
+
+def pipeline(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: Degrees,
+             eff: Efficiency) -> MixedStep | None:
+    """The plan's pipeline across the used pools, in their order (None when the workload's
+    layers are not alike: it trains data-parallel across pools)."""
+    pools = _pools(workload, mixed, training, d, eff)
+    if pools is None:
+        return None
+    layers = pools[0].costs.layers
+    held = (_placed(pools, np.full(d.shape, np.inf), cap=True) >= layers) & np.all(
+        np.stack([np.broadcast_to((p.most >= 1) & ((p.most_last >= 1) | (not p.is_last)),
+                                  d.shape) for p in pools]), axis=0)
+    t = np.where(held, split_step_s(pools, layers, cap=True),
+                 split_step_s(pools, layers, cap=False))
+    counts = [_layers_at(p, t, cap=False) for p in pools]
+    return _assemble(workload, mixed, training, d, eff, pools, counts, held)
+
+
+def _stage_times(pools: list[_Pool], counts: list[tuple[Array, Array]]
+                 ) -> tuple[list[Array], list[Array]]:
+    """Per pool: the time of its slowest stage and the layers the pool takes (capacities
+    scaled down to the model's layers in proportion)."""
+    slowest, placed = [], []
+    for p, (ordinary, last) in zip(pools, counts, strict=True):
+        t_ordinary = np.where(p.stages - float(p.is_last) > 0, ordinary * p.costs.layer_s, 0.0)
+        t_last = last * p.costs.layer_s + p.costs.last_s if p.is_last else 0.0
+        slowest.append(np.maximum(t_ordinary, t_last))
+        placed.append((p.stages - float(p.is_last)) * ordinary + (last if p.is_last else 0.0))
+    scale = pools[0].costs.layers / sum(placed, start=np.float64(0.0))
+    return slowest, [n * scale for n in placed]
+
+
+def _sends_s(mixed: MixedCluster, pools: list[_Pool], d: Degrees, eff: Efficiency) -> Array:
+    """Activation and gradient sends, 2 per micro-batch on the slowest boundary plus one pass
+    over every boundary: inside a pool on its links, between pools on the link between them."""
+    send = pools[0].costs.send_bytes
+    cross = p2p_s(send, mixed.inter_pool_bandwidth_bytes_per_s * eff.network_fraction,
+                  mixed.inter_pool_latency_s)
+    slowest = np.broadcast_to(cross, d.shape)
+    total = (len(pools) - 1) * cross
+    for p in pools:
+        link = group_link(p.cluster, stride=d.tp * d.cp * d.dp, size=p.stages,
+                          fraction=eff.network_fraction)
+        inside = p2p_s(send, link.bandwidth_bytes_per_s, link.latency_s)
+        total = total + (p.stages - 1.0) * inside
+        slowest = np.maximum(slowest, np.where(p.stages > 1, inside, 0.0))
+    return 2.0 * (d.micro_batches * slowest + total)
+
+
+def _pool_step(workload: Workload, training: TrainingSpec, d: Degrees, eff: Efficiency,
+               pool: _Pool, counts: tuple[Array, Array]) -> tuple[StepTime, MemoryUse]:
+    """The data-parallel reduction, optimizer and memory of the pool's fullest stage: its first
+    ordinary stage (the most micro-batches in flight, the embedding on the first pool) or, on
+    the last pool, the last stage (one micro-batch in flight, the logits and their buffers),
+    whichever holds more."""
+    ordinary, last = counts
+    first = np.minimum(d.micro_batches, d.pp - pool.first_stage)
+    kinds = [(ordinary, first, float(pool.is_first), 0.0)]
+    if pool.is_last:
+        kinds.append((last, np.ones(d.shape), 1.0, 1.0))
+    if pool.is_last and bool(np.all(pool.stages <= 1)):
+        kinds = kinds[1:]
+    results = [_stage_step(workload, d, eff, pool, layers, in_flight, end, logits)
+               for layers, in_flight, end, logits in kinds]
+    if len(results) == 1:
+        return results[0]
+    (s1, m1), (s2, m2) = results
+    more = m2.total_bytes > m1.total_bytes
+    return (StepTime(**{k: np.maximum(getattr(s1, k), getattr(s2, k))
+                        for k in StepTime.__dataclass_fields__}),
+            MemoryUse(**{k: np.where(more, getattr(m2, k), getattr(m1, k))
+                         for k in MemoryUse.__dataclass_fields__}))
+
+
+def _stage_step(workload: Workload, d: Degrees, eff: Efficiency, pool: _Pool, layers: Array,
+                in_flight: Array, end: float, logits: float) -> tuple[StepTime, MemoryUse]:
+    """One stage of `layers` layers: its reduction, optimizer and offload (cost.schedule) and
+    its memory (cost.memory)."""
+    c = pool.costs
+    held = Footprint(groups=(ParamGroup(params=layers * c.layer_params + end * c.end_params,
+                                        replicas=d.dp * d.cp, stride=d.tp),),
+                     state=c.state, resident_params=2.0 * c.layer_params,
+                     activations_bytes=c.layer_activation_bytes * layers * in_flight,
+                     buffers_bytes=c.buffer_bytes + logits * c.last_buffer_bytes)
+    zero = np.zeros(d.shape)
+    stage = StageCost(compute_s=layers * (c.forward_s + c.backward_s),
+                      recompute_s=layers * c.recompute_s, tp_comm_s=zero, cp_comm_s=zero,
+                      forward_s=layers * c.forward_s, backward_s=layers * c.backward_s,
+                      bubble_unit_s=zero, send_bytes=zero)
+    return step_time(workload, pool.cluster, stage, held, d, eff), memory_use(held, d)
+
+
+def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: Degrees,
+              eff: Efficiency, pools: list[_Pool], counts: list[tuple[Array, Array]],
+              held: Array) -> MixedStep:
+    slowest, placed = _stage_times(pools, counts)
+    times = np.stack([np.broadcast_to(s, d.shape) for s in slowest])
+    b = np.argmax(times, axis=0)
+    t_max = np.take_along_axis(times, b[None, ...], axis=0)[0]
+    total_t = sum((n * p.costs.layer_s for n, p in zip(placed, pools, strict=True)),
+                  start=np.float64(0.0)) + pools[-1].costs.last_s
+    most = [np.maximum(o, la if p.is_last else 0.0) for p, (o, la) in zip(pools, counts,
+                                                                        strict=True)]
+    steps = [_pool_step(workload, training, d, eff, p, c) for p, c in zip(pools, counts,
+                                                                          strict=True)]
+
+    def at_b(values: list[Array]) -> Array:
+        stacked = np.stack([np.broadcast_to(v, d.shape) for v in values])
+        return np.take_along_axis(stacked, b[None, ...], axis=0)[0]
+
+    layers_b = at_b([np.where(s > 0, o, 0.0) for s, (o, _) in zip(slowest, counts,
+                                                                  strict=True)])
+    layers_b = np.where(layers_b > 0, layers_b, at_b([la for _, la in counts]))
+    m = d.micro_batches
+    parts = {k: at_b([getattr(p.costs, k) for p in pools])
+             for k in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s")}
+    work = layers_b * (parts["forward_s"] + parts["backward_s"] + parts["recompute_s"]
+                       + parts["tp_comm_s"] + parts["cp_comm_s"])
+    step = StepTime(
+        compute_s=m * (layers_b * (parts["forward_s"] + parts["backward_s"])
+                       + np.maximum(t_max - work, 0.0)),
+        recompute_s=m * layers_b * parts["recompute_s"], tp_comm_s=m * layers_b
+        * parts["tp_comm_s"], cp_comm_s=m * layers_b * parts["cp_comm_s"],
+        pp_comm_s=_sends_s(mixed, pools, d, eff), pp_bubble_s=np.maximum(total_t - t_max, 0.0),
+        dp_comm_s=np.max(np.stack([np.broadcast_to(s.dp_comm_s, d.shape) for s, _ in steps]),
+                         axis=0),
+        optimizer_s=np.max(np.stack([np.broadcast_to(s.optimizer_s, d.shape)
+                                     for s, _ in steps]), axis=0),
+        offload_s=np.max(np.stack([np.broadcast_to(s.offload_s, d.shape) for s, _ in steps]),
+                         axis=0),
+        launch_s=np.zeros(d.shape))  # pools train large layers: not launch-bound
+    return _result(mixed, d, eff, pools, steps, most, placed, slowest, held, step,
+                   b.astype(np.float64))
+
+
+def _result(mixed: MixedCluster, d: Degrees, eff: Efficiency, pools: list[_Pool],
+            steps: list[tuple[StepTime, MemoryUse]], most: list[Array], placed: list[Array],
+            slowest: list[Array], held: Array, step: StepTime, b: Array) -> MixedStep:
+    ratio = np.stack([np.broadcast_to(mem.total_bytes / p.usable, d.shape)
+                      for p, (_, mem) in zip(pools, steps, strict=True)])
+    fullest = np.argmax(ratio, axis=0)
+    memory = MemoryUse(**{k: np.take_along_axis(np.stack([np.broadcast_to(
+        getattr(mem, k), d.shape) for _, mem in steps]), fullest[None, ...], axis=0)[0]
+        for k in MemoryUse.__dataclass_fields__})
+    expansion_ok = np.all(np.stack([np.broadcast_to(
+        mem.expansion_bytes <= np.asarray(p.cluster.expansion_capacity_bytes), d.shape)
+        for p, (_, mem) in zip(pools, steps, strict=True)]), axis=0)
+    layers = pools[0].costs.layers
+    uses = {i: PoolUse(role=np.full(d.shape, 2.0), replicas=np.broadcast_to(d.dp, d.shape),
+                       stages=np.broadcast_to(p.stages, d.shape),
+                       first_stage=np.broadcast_to(p.first_stage, d.shape),
+                       layers=np.broadcast_to(n, d.shape),
+                       micro_batches=np.broadcast_to(d.micro_batches, d.shape),
+                       share=np.broadcast_to(k / layers, d.shape),
+                       busy_s=np.broadcast_to(d.micro_batches * s, d.shape),
+                       memory_bytes=np.broadcast_to(mem.total_bytes, d.shape),
+                       usable_bytes=np.full(d.shape, p.usable))
+            for i, p, n, k, s, (_, mem) in zip(mixed.used, pools, most, placed, slowest, steps,
+                                               strict=True)}
+    index = np.asarray(mixed.used, dtype=np.float64)
+    return MixedStep(
+        step=step, memory=memory,
+        usable_bytes=np.take_along_axis(np.stack([np.full(d.shape, p.usable) for p in pools]),
+                                        fullest[None, ...], axis=0)[0],
+        valid=np.ones(d.shape, dtype=bool),
+        fits=held & np.all(ratio <= 1.0, axis=0) & expansion_ok,
+        pools=tuple(uses.get(i) or PoolUse.idle(d.shape, hbm_usable_bytes(c, eff))
+                    for i, c in enumerate(mixed.pools)),
+        bottleneck=index[b.astype(int)])

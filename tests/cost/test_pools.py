@@ -1,0 +1,177 @@
+"""Clusters of several GPU types: a pool alone is its own cluster, CM-DARE's mixed workers
+follow from the single-type rates, batch shares balance, the slowest link bounds the
+reduction, a pipeline across pools gives the faster GPUs more layers."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from cost import (
+    DEFAULT_EFFICIENCY,
+    SYNC,
+    ClusterSpec,
+    MixedCluster,
+    Plan,
+    TrainingSpec,
+    evaluate,
+    plan_result,
+)
+from cost.codec import Placement, Shares, encode
+from cost.degrees import degrees
+from cost.hetero_dp import data_parallel
+from cost.pools import MixedStep
+from cost.sync import server_service_s
+from search_spaces import gpu_catalog
+from search_spaces.networks import network_catalog
+from tests.factories import small_model
+
+CMDARE = network_catalog()["resnet-32-t2t"]
+PS = float(SYNC.index("parameter_server"))
+SERVER_BW = 1e9  # 8 Gbit/s
+
+
+def vm(gpu: str, workers: int) -> ClusterSpec:
+    """Google Cloud VMs of one GPU each (CM-DARE): 16 Gbit/s workers, 8 Gbit/s servers."""
+    return ClusterSpec.of(gpu_catalog()[gpu], nodes=workers, gpus_per_node=1,
+                          scale_up_domain_gpus=1, scale_out_bandwidth_bytes_per_s=2e9,
+                          parameter_server_bandwidth_bytes_per_s=SERVER_BW)
+
+
+def mix(*pools: ClusterSpec, inter: float = 2e9) -> MixedCluster:
+    return MixedCluster(pools=pools, names=tuple(c.gpu.name for c in pools),
+                        inter_pool_bandwidth_bytes_per_s=inter)
+
+
+def images_per_s(cluster: ClusterSpec | MixedCluster, servers: int = 1) -> float:
+    training = TrainingSpec(global_batch=int(128 * cluster.gpus), precision="fp32")
+    plan = Plan(micro_batch=128, sync=PS, parameter_servers=servers)
+    return float(evaluate(CMDARE, cluster, training, plan).tokens_per_s)
+
+
+def test_a_pool_alone_is_its_own_cluster() -> None:
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    training = TrainingSpec(global_batch=16, precision="bf16")
+    plan = Plan(tp=np.array([1.0, 2.0, 4.0]), micro_batch=2.0)
+    alone = evaluate(small_model(), a100, training, plan)
+    mixed = evaluate(small_model(), mix(a100, replace(h100, nodes=0)), training, plan)
+    for f in fields(alone.step):
+        np.testing.assert_allclose(getattr(mixed.step, f.name), getattr(alone.step, f.name))
+    np.testing.assert_allclose(mixed.memory.total_bytes, alone.memory.total_bytes)
+    assert float(np.ravel(mixed.price.cost_per_hour_usd)[0]) == pytest.approx(
+        float(np.ravel(alone.price.cost_per_hour_usd)[0]))
+
+
+def _single_worker_think_s(gpu: str, service: float) -> float:
+    """A worker's own cycle (compute, push, pull) from its single-worker rate: one worker
+    alone waits for no other, so its step is Z + S exactly."""
+    return 128.0 / images_per_s(vm(gpu, 1)) - service
+
+
+def test_cm_dare_mixed_workers_follow_from_the_single_type_rates() -> None:
+    """One K80 and one P100 worker at one server: the two-class mean value analysis by hand
+    from the single-type rates. Each worker's own cycle Z comes from its rate alone
+    (128 / (Z + S)); at the shared server each sees the other's queue X R less half the
+    other's residual service X S / 2: R = S (1 + X' R' - X' S / 2), X = 1 / (Z + R)."""
+    nbytes = CMDARE.params * 4.0
+    service = float(server_service_s(nbytes, 1.0, server_bw=SERVER_BW * 0.8,
+                                     eff=DEFAULT_EFFICIENCY))
+    z_k, z_p = _single_worker_think_s("k80", service), _single_worker_think_s("p100", service)
+    r_k = r_p = service
+    for _ in range(100):
+        x_k, x_p = 1.0 / (z_k + r_k), 1.0 / (z_p + r_p)
+        r_k, r_p = (service * (1.0 + x_p * r_p - 0.5 * x_p * service),
+                    service * (1.0 + x_k * r_k - 0.5 * x_k * service))
+    expected = 128.0 * (1.0 / (z_k + r_k) + 1.0 / (z_p + r_p))
+    got = images_per_s(mix(vm("k80", 1), vm("p100", 1)))
+    assert got == pytest.approx(expected, rel=1e-6)
+    assert got < images_per_s(vm("k80", 1)) + images_per_s(vm("p100", 1))  # one server
+
+
+def test_a_busy_server_caps_the_mix_and_an_idle_one_adds_the_rates() -> None:
+    many = mix(vm("v100-16gb", 32), vm("p100", 32))
+    nbytes = CMDARE.params * 4.0
+    service = float(server_service_s(nbytes, 1.0, server_bw=SERVER_BW * 0.8,
+                                     eff=DEFAULT_EFFICIENCY))
+    assert images_per_s(many) == pytest.approx(128.0 / service, rel=0.02)
+    fast = DEFAULT_EFFICIENCY.with_(ps_update_s=0.0, ps_bytes_per_s=1e15)
+    training = TrainingSpec(global_batch=128 * 3, precision="fp32")
+    plan = Plan(micro_batch=128, sync=PS, parameter_servers=1)
+    wide = [replace(vm(g, n), parameter_server_bandwidth_bytes_per_s=1e15)
+            for g, n in (("k80", 1), ("v100-16gb", 2))]
+    together = float(evaluate(CMDARE, mix(*wide), training, plan, efficiency=fast)
+                     .tokens_per_s)
+    parts = [float(evaluate(CMDARE, c, TrainingSpec(global_batch=128 * int(c.gpus),
+                                                     precision="fp32"), plan,
+                            efficiency=fast).tokens_per_s) for c in wide]
+    assert together == pytest.approx(sum(parts), rel=1e-3)
+
+
+def _data_plan(shares: str, **knobs: float) -> Plan:
+    return Plan(tp=8.0, micro_batch=1.0, placement=float(encode("placement", ["data"])[0]),
+                batch_shares=float(encode("batch_shares", [shares])[0]), **knobs)
+
+
+def _both(model: object, cluster: MixedCluster, training: TrainingSpec, plan: Plan
+          ) -> MixedStep:
+    """The plan run on both pools, whole replicas on each (not the fastest way: that may
+    leave one idle)."""
+    both = cluster.using((0, 1))
+    return data_parallel(model, both, training, degrees(both, training, plan),  # type: ignore[arg-type]
+                         DEFAULT_EFFICIENCY)
+
+
+def test_balanced_shares_give_the_faster_pool_more_and_finish_together() -> None:
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    cluster = mix(a100, h100)
+    model = small_model(hidden=2048, heads=16, layers=8, seq_len=4096)
+    training = TrainingSpec(global_batch=64)
+    balanced = _both(model, cluster, training, _data_plan("balanced"))
+    equal = _both(model, cluster, training, _data_plan("equal"))
+    assert float(balanced.step.total_s) < float(equal.step.total_s)
+    owned, rented = balanced.pools
+    m_owned, m_rented = float(owned.micro_batches), float(rented.micro_batches)
+    assert m_rented > m_owned and m_owned + m_rented >= 64
+    per_micro_batch = max(float(owned.busy_s) / m_owned, float(rented.busy_s) / m_rented)
+    assert abs(float(owned.busy_s) - float(rented.busy_s)) <= per_micro_batch
+    assert float(balanced.bottleneck) in (0.0, 1.0)
+    assert [float(u.micro_batches) for u in equal.pools] == [32.0, 32.0]
+
+
+def test_the_reduction_across_pools_runs_at_the_slowest_link() -> None:
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=2) for g in ("a100-80gb", "h100-80gb"))
+    model, training = small_model(hidden=4096, heads=32, layers=4), TrainingSpec(global_batch=64)
+    plan = _data_plan("equal", zero=0.0)
+    dp = [float(_both(model, mix(a100, h100, inter=bw), training, plan).step.dp_comm_s)
+          for bw in (1e9, 2e9, 200e9, 400e9)]
+    assert dp[1] < dp[0]  # the link between pools is the slowest: faster helps
+    assert dp[2] == pytest.approx(dp[3])  # the pools' own NICs are: no more to gain
+
+
+def test_a_pipeline_across_pools_gives_the_faster_gpus_more_layers() -> None:
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    cluster = mix(a100, h100, inter=50e9)
+    model = small_model(hidden=4096, heads=32, layers=32, seq_len=2048, vocab=32000)
+    training = TrainingSpec(global_batch=32)
+    plan = Plan(tp=8.0, pp=2.0, micro_batch=1.0,
+                placement=float(encode("placement", [Placement.PIPELINE])[0]))
+    report = evaluate(model, cluster, training, plan)
+    result = plan_result(model, cluster, training, plan, report)
+    a, h = result.pools
+    assert a["role"] == h["role"] == "pipeline" and result.feasible
+    assert h["layers"] > a["layers"] and a["share"] + h["share"] == pytest.approx(1.0)
+    even = evaluate(model, ClusterSpec.of(gpu_catalog()["a100-80gb"], nodes=2), training,
+                    Plan(tp=8.0, pp=2.0, micro_batch=1.0))
+    assert float(report.step_time_s) < float(even.step_time_s)
+
+
+def test_every_pool_is_paid_for_and_owned_gpus_cost_nothing() -> None:
+    owned = ClusterSpec.of(gpu_catalog()["a100-80gb"], nodes=2, price_usd_per_gpu_hour=0.0)
+    rented = ClusterSpec.of(gpu_catalog()["h100-80gb"], nodes=1)
+    report = evaluate(small_model(), mix(owned, rented), TrainingSpec(global_batch=16),
+                      Plan(tp=8.0, batch_shares=float(encode("batch_shares", [Shares.EQUAL])[0])))
+    assert float(np.ravel(report.price.cost_per_hour_usd)[0]) == pytest.approx(
+        8 * gpu_catalog()["h100-80gb"].price_usd_per_hour)
+    assert float(report.gpus) == 24

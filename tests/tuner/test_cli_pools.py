@@ -1,0 +1,57 @@
+"""The command line on clusters of several GPU types: evaluate, explain and their JSON say
+what each pool does and which one bounds the step; a list of clusters is refused in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from tuner.cli import main
+
+SPEC = {"name": "mixed", "model": "llama3-70b",
+        "training": {"global_batch": 512, "tokens": 1e12, "precision": "bf16"},
+        "cluster": {"pools": [{"name": "owned", "gpu": "a100-80gb", "nodes": 16,
+                               "price_per_gpu_hour": 0},
+                              {"name": "rented", "gpu": "h200", "nodes": 8}],
+                    "inter_pool_bandwidth": "200 Gbit/s"},
+        "plan": {"tp": 8, "pp": 2, "micro_batch": 1, "recompute": "none",
+                 "sequence_parallel": True, "zero": 1, "placement": "data"}}
+
+
+def write(tmp_path: Path, data: dict) -> str:
+    path = tmp_path / f"{data['name']}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return str(path)
+
+
+def test_evaluate_json_says_what_each_pool_does(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--json", write(tmp_path, SPEC)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    owned, rented = out["pools"]
+    assert owned["role"] == rented["role"] == "data" and out["feasible"]
+    assert rented["micro_batches"] > owned["micro_batches"]
+    assert 8 * owned["micro_batches"] + 4 * rented["micro_batches"] == 512
+    assert out["bottleneck"] in ("owned (a100-80gb)", "rented (h200)")
+    assert [p["gpu"] for p in out["cluster"]["pools"]] == ["a100-80gb", "h200"]
+    assert out["cost_per_hour_usd"] == 64 * out["cluster"]["pools"][1]["price_usd_per_gpu_hour"]
+
+
+def test_explain_shows_the_pools_and_the_bottleneck(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["explain", write(tmp_path, SPEC)])
+    assert result.exit_code == 0, result.output
+    assert "pools             bottleneck:" in result.output
+    assert "owned (a100-80gb)" in result.output and "rented (h200)" in result.output
+    assert "1.5x HBM capacity" not in result.output
+
+
+def test_a_list_of_clusters_is_refused_in_one_line(tmp_path: Path) -> None:
+    data = {**SPEC, "name": "listed", "cluster": [{"gpu": "a100-80gb"}, {"gpu": "h200"}]}
+    result = CliRunner().invoke(main, ["evaluate", write(tmp_path, data)])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert (len(line.splitlines()) == 1 and "cluster.pools" not in line) or "pools:" in line
+    assert "ClusterSection" not in line
