@@ -38,15 +38,21 @@ def evaluate(
     `valid`; plans over HBM or expansion capacity are flagged in `fits`. A long 1-D array of
     plans on a scalar cluster is evaluated CHUNK plans at a time. A cluster of several GPU
     types (cost.pools.MixedCluster) is evaluated by cost.mixed, each of its pools alone as
-    here."""
-    if isinstance(cluster, MixedCluster):
-        return evaluate_mixed(workload, cluster, training, plan, efficiency, _single)
+    here, CHUNK plans at a time too."""
     shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
-    scalar_cluster = all(np.ndim(getattr(cluster, f.name)) == 0 for f in fields(cluster))
+    scalar_cluster = isinstance(cluster, MixedCluster) or all(
+        np.ndim(getattr(cluster, f.name)) == 0 for f in fields(cluster))
     if len(shape) == 1 and shape[0] > CHUNK and scalar_cluster:
-        parts = [_evaluate(workload, cluster, training, _slice(plan, shape[0], i), efficiency)
+        parts = [_one_call(workload, cluster, training, _slice(plan, shape[0], i), efficiency)
                  for i in range(0, shape[0], CHUNK)]
         return _concatenate(parts)
+    return _one_call(workload, cluster, training, plan, efficiency)
+
+
+def _one_call(workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
+              plan: Plan, efficiency: Efficiency) -> CostReport:
+    if isinstance(cluster, MixedCluster):
+        return evaluate_mixed(workload, cluster, training, plan, efficiency, _single)
     return _evaluate(workload, cluster, training, plan, efficiency)
 
 
@@ -66,6 +72,8 @@ def _concatenate(parts: list[Any]) -> Any:
     first = parts[0]
     if first is None or (isinstance(first, tuple) and not first):
         return first
+    if isinstance(first, tuple):  # a mixed cluster's pools, one PoolUse each
+        return tuple(_concatenate(list(each)) for each in zip(*parts, strict=True))
     if not is_dataclass(first):
         if np.ndim(first) == 0:
             return first

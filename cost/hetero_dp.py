@@ -213,7 +213,7 @@ def _server_bandwidth(mixed: MixedCluster, eff: Efficiency) -> Array:
 def _assemble(mixed: MixedCluster, d: Degrees, parts: list[_Pool], step: StepTime,
               busy: list[Array], bottleneck: Array, eff: Efficiency) -> MixedStep:
     """The MixedStep: every pool's use (idle ones too), the fullest pool's memory, the fit."""
-    usable = [hbm_usable_bytes(p.cluster, eff) for p in parts]
+    usable = [hbm_usable_bytes(p.cluster, eff, gpus=mixed.gpus) for p in parts]
     ratio = np.stack([np.broadcast_to(p.memory.total_bytes / u, d.shape)
                       for p, u in zip(parts, usable, strict=True)])
     fullest = np.argmax(ratio, axis=0)

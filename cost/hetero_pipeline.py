@@ -7,12 +7,13 @@ The layers are split unevenly so that the slowest stage is as fast as it can be 
 stage's memory, as Metis (Um et al., ATC'24, sec. 5: load-balanced layer partitioning per
 device group) and Sailor (Strati et al., SOSP'25: stage splits by GPU speed and memory) do:
 a stage of pool p with L layers takes L x t_p per micro-batch (t_p: one layer on that pool's
-GPUs, cost.workload.LayerCosts), the last stage also the logits; the least T for which
-sum over stages of min(floor((T - end) / t_p), Lmax) reaches the model's layers is found by
-bisection, Lmax being what a stage's HBM holds with the micro-batches in flight at its
-position (1F1B: min(m, pp - j) at stage j). A step of 1F1B over stages of times t_j takes
-(m - 1) max t_j + sum t_j: the bubble is sum t_j - max t_j (Narayanan et al. SC'21,
-generalised to uneven stages as in Metis' cost model).
+GPUs, cost.workload.LayerCosts, or the host's time to launch its kernels where that is longer:
+the GPU then waits for the host, cost.schedule.launch_bound_s), the last stage also the
+logits; the least T for which sum over stages of min(floor((T - end) / t_p), Lmax) reaches
+the model's layers is found by bisection, Lmax being what a stage's HBM holds with the
+micro-batches in flight at its position (1F1B: min(m, pp - j) at stage j). A step of 1F1B
+over stages of times t_j takes (m - 1) max t_j + sum t_j: the bubble is sum t_j - max t_j
+(Narayanan et al. SC'21, generalised to uneven stages as in Metis' cost model).
 """
 
 from __future__ import annotations
@@ -47,19 +48,26 @@ class _Pool:
     is_last: bool
     most: Array  # layers one of its ordinary stages holds in HBM
     most_last: Array  # layers the last stage holds (last pool only)
-    usable: Array
+    usable: float
 
 
 def _per_param_bytes(costs: LayerCosts, d: Degrees) -> Array:
-    """HBM bytes per parameter of a stage with the plan's ZeRO stage and offload."""
+    """HBM bytes per parameter of a stage with the plan's ZeRO stage, shard group and offload,
+    and the transient copies of the weights."""
     unit = Footprint(groups=(ParamGroup(params=np.ones(d.shape), replicas=d.dp * d.cp,
-                                        stride=d.tp),),
+                                        stride=d.tp, shard=d.shard_group),),
                      state=costs.state, resident_params=np.zeros(d.shape),
                      activations_bytes=np.zeros(d.shape), buffers_bytes=np.zeros(d.shape))
-    return memory_use(unit, d).total_bytes
+    return memory_use(unit, d).total_bytes + costs.copy_bytes_per_param
 
 
-def _capacity(costs: LayerCosts, d: Degrees, usable: Array, *, in_flight: Array,
+def _layer_s(costs: LayerCosts) -> Array:
+    """Seconds one layer holds a stage per micro-batch: its device time, or the host's time
+    to launch its kernels where that is longer (cost.schedule.launch_bound_s)."""
+    return np.maximum(costs.layer_s, costs.host_s)
+
+
+def _capacity(costs: LayerCosts, d: Degrees, usable: float, *, in_flight: Array,
               end: bool, last: bool) -> Array:
     """Layers a stage holds in `usable` bytes with `in_flight` micro-batches' activations,
     the vocabulary matrix of an end stage, and the buffers (the logits' on the last)."""
@@ -82,7 +90,7 @@ def _pools(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: D
         if costs is None:
             return None
         stages = mixed.pool_gpus(i) / (d.dp * d.tp * d.cp)
-        usable = hbm_usable_bytes(cluster, eff)
+        usable = float(hbm_usable_bytes(cluster, eff, gpus=mixed.gpus))
         is_first, is_last = n == 0, n == len(mixed.used) - 1
         most = _capacity(costs, d, usable, in_flight=np.minimum(d.micro_batches, d.pp - first),
                          end=is_first, last=False)
@@ -97,9 +105,12 @@ def _pools(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: D
 
 
 def _layers_at(pool: _Pool, t: Array, cap: bool) -> tuple[Array, Array]:
-    """Layers one ordinary stage and the last stage of `pool` take within t seconds."""
-    ordinary = np.floor(t / pool.costs.layer_s + 1e-9)
-    last = np.floor((t - pool.costs.last_s) / pool.costs.layer_s + 1e-9)
+    """Layers one ordinary stage and the last stage of `pool` take within t seconds (the last
+    stage: its layers and the logits on the device, its layers' launches on the host)."""
+    c = pool.costs
+    ordinary = np.floor(t / _layer_s(c) + 1e-9)
+    last = np.minimum(np.floor((t - c.last_s) / c.layer_s + 1e-9),
+                      np.floor(t / np.maximum(c.host_s, 1e-300) + 1e-9))
     if cap:
         ordinary, last = np.minimum(ordinary, pool.most), np.minimum(last, pool.most_last)
     return np.maximum(ordinary, 0.0), np.maximum(last, 0.0)
@@ -118,10 +129,10 @@ def split_step_s(pools: list[_Pool], layers: int, *, cap: bool, iterations: int 
                  ) -> Array:
     """The least slowest-stage time T at which the stages hold the model's layers, each at
     least one (bisection on T)."""
-    lo = np.max(np.stack([np.broadcast_to(p.costs.layer_s + (p.costs.last_s if p.is_last
-                                                              else 0.0), np.shape(p.stages))
-                          for p in pools]), axis=0)
-    hi = lo + layers * np.max(np.stack([np.broadcast_to(p.costs.layer_s, np.shape(p.stages))
+    lo = np.max(np.stack([np.broadcast_to(
+        np.maximum(p.costs.layer_s + p.costs.last_s, p.costs.host_s) if p.is_last
+        else _layer_s(p.costs), np.shape(p.stages)) for p in pools]), axis=0)
+    hi = lo + layers * np.max(np.stack([np.broadcast_to(_layer_s(p.costs), np.shape(p.stages))
                                         for p in pools]), axis=0)
     for _ in range(iterations):
         mid = 0.5 * (lo + hi)
@@ -149,17 +160,24 @@ def pipeline(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d:
 
 
 def _stage_times(pools: list[_Pool], counts: list[tuple[Array, Array]]
-                 ) -> tuple[list[Array], list[Array]]:
-    """Per pool: the time of its slowest stage and the layers the pool takes (capacities
-    scaled down to the model's layers in proportion)."""
-    slowest, placed = [], []
+                 ) -> tuple[list[Array], list[Array], list[Array]]:
+    """Per pool: the time of its slowest stage, that stage's time on the device alone (the
+    rest is waiting for the host), and the layers the pool takes (capacities scaled down to
+    the model's layers in proportion)."""
+    slowest, device, placed = [], [], []
     for p, (ordinary, last) in zip(pools, counts, strict=True):
-        t_ordinary = np.where(p.stages - float(p.is_last) > 0, ordinary * p.costs.layer_s, 0.0)
-        t_last = last * p.costs.layer_s + p.costs.last_s if p.is_last else 0.0
+        c = p.costs
+        has_ordinary = p.stages - float(p.is_last) > 0
+        t_ordinary = np.where(has_ordinary, ordinary * _layer_s(c), 0.0)
+        d_ordinary = np.where(has_ordinary, ordinary * c.layer_s, 0.0)
+        d_last = last * c.layer_s + c.last_s if p.is_last else np.float64(0.0)
+        t_last = np.maximum(d_last, last * c.host_s) if p.is_last else np.float64(0.0)
+        later = t_last > t_ordinary
         slowest.append(np.maximum(t_ordinary, t_last))
+        device.append(np.where(later, d_last, d_ordinary))
         placed.append((p.stages - float(p.is_last)) * ordinary + (last if p.is_last else 0.0))
     scale = pools[0].costs.layers / sum(placed, start=np.float64(0.0))
-    return slowest, [n * scale for n in placed]
+    return slowest, device, [n * scale for n in placed]
 
 
 def _sends_s(mixed: MixedCluster, pools: list[_Pool], d: Degrees, eff: Efficiency) -> Array:
@@ -180,7 +198,8 @@ def _sends_s(mixed: MixedCluster, pools: list[_Pool], d: Degrees, eff: Efficienc
 
 
 def _pool_step(workload: Workload, training: TrainingSpec, d: Degrees, eff: Efficiency,
-               pool: _Pool, counts: tuple[Array, Array]) -> tuple[StepTime, MemoryUse]:
+               pool: _Pool, counts: tuple[Array, Array], bubble: Array
+               ) -> tuple[StepTime, MemoryUse]:
     """The data-parallel reduction, optimizer and memory of the pool's fullest stage: its first
     ordinary stage (the most micro-batches in flight, the embedding on the first pool) or, on
     the last pool, the last stage (one micro-batch in flight, the logits and their buffers),
@@ -192,7 +211,7 @@ def _pool_step(workload: Workload, training: TrainingSpec, d: Degrees, eff: Effi
         kinds.append((last, np.ones(d.shape), 1.0, 1.0))
     if pool.is_last and bool(np.all(pool.stages <= 1)):
         kinds = kinds[1:]
-    results = [_stage_step(workload, d, eff, pool, layers, in_flight, end, logits)
+    results = [_stage_step(workload, d, eff, pool, layers, in_flight, end, logits, bubble)
                for layers, in_flight, end, logits in kinds]
     if len(results) == 1:
         return results[0]
@@ -205,36 +224,44 @@ def _pool_step(workload: Workload, training: TrainingSpec, d: Degrees, eff: Effi
 
 
 def _stage_step(workload: Workload, d: Degrees, eff: Efficiency, pool: _Pool, layers: Array,
-                in_flight: Array, end: float, logits: float) -> tuple[StepTime, MemoryUse]:
-    """One stage of `layers` layers: its reduction, optimizer and offload (cost.schedule) and
-    its memory (cost.memory)."""
+                in_flight: Array, end: float, logits: float, bubble: Array
+                ) -> tuple[StepTime, MemoryUse]:
+    """One stage of `layers` layers: its reduction, optimizer and offload (cost.schedule: the
+    reductions also hide in the pipeline's `bubble`) and its memory (cost.memory)."""
     c = pool.costs
-    held = Footprint(groups=(ParamGroup(params=layers * c.layer_params + end * c.end_params,
-                                        replicas=d.dp * d.cp, stride=d.tp),),
+    params = layers * c.layer_params + end * c.end_params
+    held = Footprint(groups=(ParamGroup(params=params, replicas=d.dp * d.cp, stride=d.tp,
+                                        shard=d.shard_group),),
                      state=c.state, resident_params=2.0 * c.layer_params,
                      activations_bytes=c.layer_activation_bytes * layers * in_flight,
-                     buffers_bytes=c.buffer_bytes + logits * c.last_buffer_bytes)
+                     buffers_bytes=c.buffer_bytes + logits * c.last_buffer_bytes
+                     + c.copy_bytes_per_param * params)
     zero = np.zeros(d.shape)
     stage = StageCost(compute_s=layers * (c.forward_s + c.backward_s),
                       recompute_s=layers * c.recompute_s, tp_comm_s=zero, cp_comm_s=zero,
                       forward_s=layers * c.forward_s, backward_s=layers * c.backward_s,
-                      bubble_unit_s=zero, send_bytes=zero)
+                      bubble_unit_s=bubble / np.maximum(d.pp - 1.0, 1.0), send_bytes=zero,
+                      units=np.maximum(layers, 1.0))
     return step_time(workload, pool.cluster, stage, held, d, eff), memory_use(held, d)
 
 
 def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d: Degrees,
               eff: Efficiency, pools: list[_Pool], counts: list[tuple[Array, Array]],
               held: Array) -> MixedStep:
-    slowest, placed = _stage_times(pools, counts)
+    """The step of the split: the slowest stage's micro-batches, the 1F1B bubble of uneven
+    stages (the sum of the stage times less the slowest), the sends, and the reduction and
+    optimizer of the pool slowest at them."""
+    slowest, device, placed = _stage_times(pools, counts)
     times = np.stack([np.broadcast_to(s, d.shape) for s in slowest])
     b = np.argmax(times, axis=0)
     t_max = np.take_along_axis(times, b[None, ...], axis=0)[0]
-    total_t = sum((n * p.costs.layer_s for n, p in zip(placed, pools, strict=True)),
+    total_t = sum((n * _layer_s(p.costs) for n, p in zip(placed, pools, strict=True)),
                   start=np.float64(0.0)) + pools[-1].costs.last_s
+    bubble = np.maximum(total_t - t_max, 0.0)
     most = [np.maximum(o, la if p.is_last else 0.0) for p, (o, la) in zip(pools, counts,
                                                                         strict=True)]
-    steps = [_pool_step(workload, training, d, eff, p, c) for p, c in zip(pools, counts,
-                                                                          strict=True)]
+    steps = [_pool_step(workload, training, d, eff, p, c, bubble)
+             for p, c in zip(pools, counts, strict=True)]
 
     def at_b(values: list[Array]) -> Array:
         stacked = np.stack([np.broadcast_to(v, d.shape) for v in values])
@@ -243,24 +270,23 @@ def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d
     layers_b = at_b([np.where(s > 0, o, 0.0) for s, (o, _) in zip(slowest, counts,
                                                                   strict=True)])
     layers_b = np.where(layers_b > 0, layers_b, at_b([la for _, la in counts]))
-    m = d.micro_batches
-    parts = {k: at_b([getattr(p.costs, k) for p in pools])
+    parts = {k: layers_b * at_b([getattr(p.costs, k) for p in pools])
              for k in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s")}
-    work = layers_b * (parts["forward_s"] + parts["backward_s"] + parts["recompute_s"]
-                       + parts["tp_comm_s"] + parts["cp_comm_s"])
+    device_b = at_b(device)
+
+    def slowest_of(name: str) -> Array:
+        return np.max(np.stack([np.broadcast_to(getattr(s, name), d.shape) for s, _ in steps]),
+                      axis=0)
+
+    m = d.micro_batches
     step = StepTime(
-        compute_s=m * (layers_b * (parts["forward_s"] + parts["backward_s"])
-                       + np.maximum(t_max - work, 0.0)),
-        recompute_s=m * layers_b * parts["recompute_s"], tp_comm_s=m * layers_b
-        * parts["tp_comm_s"], cp_comm_s=m * layers_b * parts["cp_comm_s"],
-        pp_comm_s=_sends_s(mixed, pools, d, eff), pp_bubble_s=np.maximum(total_t - t_max, 0.0),
-        dp_comm_s=np.max(np.stack([np.broadcast_to(s.dp_comm_s, d.shape) for s, _ in steps]),
-                         axis=0),
-        optimizer_s=np.max(np.stack([np.broadcast_to(s.optimizer_s, d.shape)
-                                     for s, _ in steps]), axis=0),
-        offload_s=np.max(np.stack([np.broadcast_to(s.offload_s, d.shape) for s, _ in steps]),
-                         axis=0),
-        launch_s=np.zeros(d.shape))  # pools train large layers: not launch-bound
+        compute_s=m * (parts["forward_s"] + parts["backward_s"]
+                       + np.maximum(device_b - sum(parts.values()), 0.0)),
+        recompute_s=m * parts["recompute_s"], tp_comm_s=m * parts["tp_comm_s"],
+        cp_comm_s=m * parts["cp_comm_s"], pp_comm_s=_sends_s(mixed, pools, d, eff),
+        pp_bubble_s=bubble, dp_comm_s=slowest_of("dp_comm_s"),
+        optimizer_s=slowest_of("optimizer_s"), offload_s=slowest_of("offload_s"),
+        launch_s=m * np.maximum(t_max - device_b, 0.0))
     return _result(mixed, d, eff, pools, steps, most, placed, slowest, held, step,
                    b.astype(np.float64))
 

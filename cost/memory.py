@@ -3,6 +3,8 @@ activations and buffers the workload holds (cost.workload.Footprint)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .breakdown import MemoryUse
@@ -14,10 +16,11 @@ from .workload import Footprint
 __all__ = ["gathered_bytes", "hbm_usable_bytes", "memory_use"]
 
 
-def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency) -> Array:
-    """HBM that tensors can fill: capacity less the CUDA context and (with more than one GPU)
-    NCCL's buffers, times the allocator's fraction."""
-    gpus = np.asarray(cluster.gpus, dtype=np.float64)
+def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency, *, gpus: Any = None) -> Array:
+    """HBM that tensors can fill: capacity less the CUDA context and (with more than one GPU
+    in the job: `gpus`, default the cluster's) NCCL's buffers, times the allocator's
+    fraction."""
+    gpus = np.asarray(cluster.gpus if gpus is None else gpus, dtype=np.float64)
     nccl = np.where(gpus > 1, eff.nccl_bytes, 0.0)
     return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes - nccl) * eff.usable_fraction
 

@@ -34,7 +34,7 @@ from .flops import (
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .precision import element_bytes
 from .transformer import ModelSpec, transformer_rules
-from .workload import Footprint, Rule, StageCost
+from .workload import Footprint, LayerCosts, Rule, StageCost
 
 __all__ = ["MoEModelSpec", "moe_layer_count", "moe_layer_parameters", "router_parameters"]
 
@@ -100,6 +100,13 @@ class MoEModelSpec(ModelSpec):
     def footprint(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                   eff: Efficiency) -> Footprint:
         return moe_memory.footprint(self, training, d, eff)
+
+    def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
+                    eff: Efficiency) -> LayerCosts | None:
+        """None: dense and expert layers differ (dense_layers, moe_layer_freq), so the layers
+        cannot be split over pools of different GPUs by one layer's speed; across pools a
+        mixture of experts trains data-parallel (placement: data)."""
+        return None
 
     def model_flops_per_step(self, training: TrainingSpec) -> float:
         """6·N_active + attention per token (shared/SPEC.md): N_active counts the matmul

@@ -89,7 +89,7 @@ class ModelSpec:
         return transformer_memory.footprint(self, training, d, eff)
 
     def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
-                    eff: Efficiency) -> LayerCosts:
+                    eff: Efficiency) -> LayerCosts | None:
         return transformer_layers.layer_costs(self, cluster, training, d, eff)
 
     def units_per_step(self, training: TrainingSpec) -> float:

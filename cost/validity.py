@@ -181,8 +181,9 @@ def _single_type_rules() -> tuple[Rule, ...]:
 def _pool_rules(workload: Workload, cluster: MixedCluster, training: TrainingSpec
                 ) -> tuple[Rule, ...]:
     """On pools of several GPU types: each used pool holds whole replicas (data) or whole
-    stages (pipeline); a pipeline across pools needs alike layers and 1F1B stages (no
-    interleaving); balanced shares reduce gradients once per step (ZeRO 0 or 1)."""
+    stages (pipeline), and whole expert groups (data); a pipeline across pools needs alike
+    layers and 1F1B stages (no interleaving); balanced shares reduce gradients once per step
+    (ZeRO 0 or 1)."""
     used = cluster.used
     if len(used) < 2:
         return ()
@@ -204,8 +205,16 @@ def _pool_rules(workload: Workload, cluster: MixedCluster, training: TrainingSpe
         return (f"{what} = {_one(unit(d)):g} GPUs does not divide every pool's GPUs ({sizes});"
                 " choose degrees that divide them, or the other placement")
 
+    def experts(d: Degrees) -> Array:
+        return (d.placement == _DATA) & ~np.logical_and.reduce(
+            [_divides(d.ep * d.etp, g / d.pp) for g in gpus])
+
     return (
         Rule("pool_layout", ("tp", "pp", "cp", "dp", "placement", "gpus"), layout, layout_text),
+        Rule("pool_experts", ("ep", "etp", "pp", "placement", "gpus"), experts,
+             lambda d: f"ep·etp = {_one(d.ep * d.etp):g} must divide each pool's ranks of a "
+                       "pipeline stage (its GPUs / pp) so that an expert group stays inside "
+                       "a pool; choose ep and etp that divide them, or fewer pools"),
         Rule("pipeline_layers", ("placement",),
              lambda d: (d.placement == _PIPELINE) & (not alike),
              lambda d: f"{workload.describe()}: its layers are not alike, so it cannot be split "

@@ -94,12 +94,14 @@ class LayerCosts:
     recompute_s: Array
     tp_comm_s: Array
     cp_comm_s: Array
+    host_s: Array  # host seconds to launch one layer's kernels (the GPU waits where longer)
     last_s: Array  # the last stage's end work (logits and loss) per micro-batch
     layer_params: Array  # parameters of one layer on one GPU
     end_params: Array  # parameters an end stage adds on one GPU (embedding or logits)
     layer_activation_bytes: Array  # what one layer keeps per micro-batch in flight
     last_buffer_bytes: Array  # transient buffers of the last stage (logits and their gradient)
     buffer_bytes: Array  # transient buffers of every stage (a layer rebuilt by recompute)
+    copy_bytes_per_param: float  # transient copies of the weights (autocast's 16-bit ones)
     send_bytes: Array  # one pipeline send between stages
     state: StateBytes
 

@@ -14,6 +14,7 @@ from cost import (
     SYNC,
     ClusterSpec,
     MixedCluster,
+    MoEModelSpec,
     Plan,
     TrainingSpec,
     evaluate,
@@ -24,6 +25,7 @@ from cost.degrees import degrees
 from cost.hetero_dp import data_parallel
 from cost.pools import MixedStep
 from cost.sync import server_service_s
+from cost.validity import rules
 from search_spaces import gpu_catalog
 from search_spaces.networks import network_catalog
 from tests.factories import small_model
@@ -138,6 +140,63 @@ def test_balanced_shares_give_the_faster_pool_more_and_finish_together() -> None
     assert abs(float(owned.busy_s) - float(rented.busy_s)) <= per_micro_batch
     assert float(balanced.bottleneck) in (0.0, 1.0)
     assert [float(u.micro_batches) for u in equal.pools] == [32.0, 32.0]
+
+
+def test_launch_bound_replicas_run_at_the_hosts_pace_on_any_gpu() -> None:
+    """Micro-batches of 128 tokens at tp=8 take less time on either GPU than launching their
+    kernels: both pools wait for the same host, so balanced shares are the equal ones."""
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    model, training = small_model(hidden=2048, heads=16, layers=8), TrainingSpec(global_batch=64)
+    balanced = _both(model, mix(a100, h100), training, _data_plan("balanced"))
+    assert float(balanced.step.launch_s) > float(balanced.step.compute_s)
+    assert [float(u.micro_batches) for u in balanced.pools] == [32.0, 32.0]
+
+
+def test_a_launch_bound_pipeline_across_pools_splits_the_layers_evenly() -> None:
+    """Where launching a layer's kernels takes longer than running them on either GPU, each
+    stage holds the host's pace: the split is even and the wait is the step's launch term
+    (as cost.schedule.launch_bound_s on one GPU type); large layers split by speed."""
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    cluster = mix(a100, h100, inter=50e9).using((0, 1))
+    training = TrainingSpec(global_batch=32)
+    plan = Plan(tp=8.0, pp=2.0, micro_batch=1.0,
+                placement=float(encode("placement", [Placement.PIPELINE])[0]))
+    small = small_model(hidden=1024, heads=16, layers=16)
+    report = evaluate(small, cluster, training, plan)
+    a, h = plan_result(small, cluster, training, plan, report).pools
+    assert a["layers"] == h["layers"] == 8
+    assert float(report.step.launch_s) > float(report.step.compute_s)
+    large = small_model(hidden=4096, heads=32, layers=32, seq_len=2048, vocab=32000)
+    report = evaluate(large, cluster, training, plan)
+    a, h = plan_result(large, cluster, training, plan, report).pools
+    assert h["layers"] > a["layers"] and float(report.step.launch_s) == 0.0
+
+
+def _broken(workload: object, cluster: MixedCluster, training: TrainingSpec, plan: Plan
+            ) -> list[str]:
+    """The rules a plan breaks with every pool of `cluster` in use (not the fastest way:
+    one pool alone may run it)."""
+    d = degrees(cluster, training, plan)
+    return [r.message(d) for r in rules(workload, cluster, training)  # type: ignore[arg-type]
+            if bool(np.ravel(r.broken(d))[0])]
+
+
+def test_a_mixture_of_experts_trains_data_parallel_across_pools() -> None:
+    """Dense and expert layers differ: no uneven split by one layer's speed (placement:
+    pipeline refused); whole replicas per pool keep each expert group inside a pool."""
+    moe = MoEModelSpec(name="tiny-moe", layers=4, hidden=512, heads=8, vocab=1000, seq_len=128,
+                       experts=8, top_k=2, expert_ffn_hidden=256)
+    a100, h100 = (ClusterSpec.of(gpu_catalog()[g], nodes=1) for g in ("a100-80gb", "h100-80gb"))
+    cluster = mix(a100, replace(h100, gpus_per_node=4.0)).using((0, 1))
+    training = TrainingSpec(global_batch=48)
+    piped = Plan(tp=4.0, pp=1.0, micro_batch=1.0, sequence_parallel=1.0,
+                 placement=float(encode("placement", [Placement.PIPELINE])[0]))
+    assert any("not alike" in v for v in _broken(moe, cluster, training, piped))
+    spread = Plan(tp=1.0, micro_batch=1.0, ep=8.0,
+                  batch_shares=float(encode("batch_shares", [Shares.EQUAL])[0]))
+    found = _broken(moe, cluster, training, spread)
+    assert any("expert group stays inside a pool" in v for v in found), found
+    assert not _broken(moe, cluster, training, replace(spread, ep=4.0))
 
 
 def test_the_reduction_across_pools_runs_at_the_slowest_link() -> None:
