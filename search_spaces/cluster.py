@@ -19,6 +19,7 @@ from .plausible import (
     CheckpointBandwidth,
     ExpansionBandwidth,
     ExpansionCapacity,
+    InterPoolBandwidth,
     ScaleOutBandwidth,
     ScaleOutPerNode,
     ScaleUpBandwidth,
@@ -45,6 +46,10 @@ FixedGPU = Annotated[
 ]
 
 
+PoolCount = Annotated[int, Field(strict=True, ge=0, le=MAX_GPUS)]
+"""A pool's nodes: 0 leaves the pool out."""
+
+
 class Expansion(Frozen):
     """A per-GPU memory expansion tier (CXL or host memory) that offload moves state into."""
 
@@ -56,30 +61,30 @@ class NodeFields(Frozen):
     """What a cluster and each of its pools say about their nodes; left-out fields take the
     GPU's catalog defaults (its usual node: NVLink, NIC, price). Bandwidths are per GPU and
     one direction, but `scale_out_bandwidth_per_node` (a whole node's NICs, divided among its
-    GPUs); prices are the GPU's (USD per GPU-hour, or `price_per_gpu_hour` over it), but
+    GPUs); prices are the GPU's (USD per GPU-hour, or `price_per_gpu_hour` in its place), but
     `price_per_node_hour` and `spot_price_per_node_hour` (USD per node-hour)."""
 
+    gpu: Choosable[FixedGPU] | None = None
+    nodes: IntChoosable[PoolCount] = 1
     gpus_per_node: IntChoosable[Count] | None = None
     scale_up_bandwidth: Choosable[ScaleUpBandwidth] | None = None
     scale_out_bandwidth: Choosable[ScaleOutBandwidth] | None = None
     scale_out_bandwidth_per_node: Choosable[ScaleOutPerNode] | None = None
+    expansion: Expansion | None = None
     pricing: Choosable[Literal["on_demand", "spot"]] = "on_demand"
     revocations_per_node_hour: Choosable[NonNegative] = 0.0
     price_per_gpu_hour: Usd | None = None
-    """USD per GPU-hour, over the GPU's (on demand or spot) price: 0 for GPUs one owns."""
+    """USD per GPU-hour in place of the GPU's price, on demand or spot: 0 for GPUs one owns."""
     price_per_node_hour: Usd | None = None
     """USD per node-hour, on demand, over the GPU's price."""
     spot_price_per_node_hour: Usd | None = None
     """USD per node-hour with pricing: spot."""
 
 
-PoolCount = Annotated[int, Field(strict=True, ge=0, le=MAX_GPUS)]
-"""A pool's nodes: 0 leaves the pool out."""
-
-
 class PoolSection(NodeFields):
-    """One pool of a cluster of several GPU types: a name (for messages and reports), the GPU,
-    the nodes (0 leaves the pool out) and the node's fields; any value may be a choice."""
+    """One pool of a cluster of several GPU types: a name (for messages and reports), the GPU
+    (the forms of cluster.gpu), the nodes (0 leaves the pool out) and the node's fields; any
+    value may be a choice."""
 
     name: str = ""
     gpu: Choosable[FixedGPU]
@@ -95,9 +100,7 @@ class ClusterSection(NodeFields):
     """GPUs, nodes, network, expansion and pricing; or, for GPUs of several types, `pools`
     (search_spaces.pools) joined by `inter_pool_bandwidth`."""
 
-    gpu: Choosable[FixedGPU] | None = None
     nodes: IntChoosable[Count] = 1
-    expansion: Expansion | None = None
     parameter_server_bandwidth: Choosable[ServerBandwidth] | None = None
     checkpoint_bandwidth: CheckpointBandwidth | None = None
     """Per node, to durable storage: how fast a checkpoint is written (spot pricing)."""
@@ -105,7 +108,7 @@ class ClusterSection(NodeFields):
     """Seconds to replace a revoked node and reload the last checkpoint (spot pricing)."""
     pools: Annotated[tuple[PoolSection, ...], Field(min_length=1, max_length=MAX_POOLS)] | None \
         = None
-    inter_pool_bandwidth: Choosable[ScaleOutBandwidth] | None = None
+    inter_pool_bandwidth: Choosable[InterPoolBandwidth] | None = None
     """Per GPU, one direction, between pools (defaults to the slowest pool's NIC)."""
     inter_pool_latency: Seconds | None = None
 
@@ -156,12 +159,7 @@ def node_cluster(c: dict[str, Any], precision: str, *, where: str) -> ClusterSpe
     if c.get("expansion") is not None:
         over["expansion_capacity_bytes"] = c["expansion"]["capacity"]
         over["expansion_bandwidth_bytes_per_s"] = c["expansion"]["bandwidth"]
-    if c.get("price_per_gpu_hour") is not None:  # a price of one's own, whatever the pricing
-        over.update(node_overrides({**c, "pricing": "on_demand", "price_per_node_hour": None},
-                                   gpu, where=where))
-        over["price_usd_per_gpu_hour"] = c["price_per_gpu_hour"]
-    else:
-        over.update(node_overrides(c, gpu, where=where))
+    over.update(node_overrides(c, gpu, where=where))
     over["pricing"] = c["pricing"]
     over["revocations_per_node_hour"] = c["revocations_per_node_hour"]
     return ClusterSpec.of(gpu, **over)

@@ -30,6 +30,7 @@ __all__ = [
     "ExpansionCapacity",
     "HbmBandwidth",
     "HbmCapacity",
+    "InterPoolBandwidth",
     "ScaleOutBandwidth",
     "ScaleOutPerNode",
     "ScaleUpBandwidth",
@@ -71,6 +72,8 @@ BOUNDS: dict[str, Bound] = {
         "bytes_per_s", 1e8, ("Gbit/s", "Tbit/s", "GB/s"), (1e8, 5e12), _NETWORK,
         "a whole node's NICs together, one direction",
         also="(per GPU: scale_out_bandwidth)"),
+    "inter_pool_bandwidth": Bound("bytes_per_s", 1e8, ("Gbit/s", "GB/s"), (1e8, 5e11), _NETWORK,
+                                  "per GPU, one direction, between pools"),
     "parameter_server_bandwidth": Bound("bytes_per_s", 1e8, ("Gbit/s", "GB/s"), (1e8, 5e11),
                                         _NETWORK, "per parameter server, one direction"),
     "checkpoint_bandwidth": Bound("bytes_per_s", 1e6, ("GB/s", "MB/s"), (1e6, 1e12),
@@ -83,7 +86,7 @@ BOUNDS: dict[str, Bound] = {
                                  "no memory expansion link is slower than 0.1 GB/s (0: none)",
                                  "per GPU, one direction", zero=True),
 }
-"""Field (as written under `cluster`, `cluster.gpu`) -> its bound for bare numbers."""
+"""Field (as written under `cluster`, `cluster.gpu`, a pool) -> its bound for bare numbers."""
 
 
 def is_bare(value: object) -> bool:
@@ -148,6 +151,7 @@ HbmBandwidth = Annotated[float, bare_checked("hbm_bandwidth"), Field(gt=0)]
 ScaleUpBandwidth = Annotated[float, bare_checked("scale_up_bandwidth"), Field(gt=0)]
 ScaleOutBandwidth = Annotated[float, bare_checked("scale_out_bandwidth"), Field(gt=0)]
 ScaleOutPerNode = Annotated[float, bare_checked("scale_out_bandwidth_per_node"), Field(gt=0)]
+InterPoolBandwidth = Annotated[float, bare_checked("inter_pool_bandwidth"), Field(gt=0)]
 ServerBandwidth = Annotated[float, bare_checked("parameter_server_bandwidth"), Field(gt=0)]
 CheckpointBandwidth = Annotated[float, bare_checked("checkpoint_bandwidth"), Field(gt=0)]
 ExpansionCapacity = Annotated[float, bare_checked("expansion.capacity"), Field(ge=0)]

@@ -88,6 +88,8 @@ def _pool_cluster(section: ClusterSection, pool: PoolSection, i: int, precision:
 
     where = f"cluster.pools[{i}]"
     c: dict[str, Any] = {name: fixed(value, field=f"{where}.{name}") for name, value in pool}
+    if pool.expansion is not None:
+        c["expansion"] = {k: fixed(v, field=f"{where}.expansion.{k}") for k, v in pool.expansion}
     c.update({name: getattr(section, name) for name in _SHARED})
     c["parameter_server_bandwidth"] = fixed(c["parameter_server_bandwidth"],
                                             field="cluster.parameter_server_bandwidth")

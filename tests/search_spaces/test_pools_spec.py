@@ -58,6 +58,40 @@ def test_pool_sizes_and_types_are_cluster_knobs_and_zero_nodes_leave_a_pool_out(
     assert isinstance(alone, MixedCluster) and alone.gpus == 16
 
 
+def test_a_pools_gpu_takes_every_form_of_cluster_gpu() -> None:
+    """A catalog name, a list (a knob), a catalog GPU with the user's figures and price, and
+    a GPU of one's own, as cluster.gpu takes them (search_spaces.gpu)."""
+    custom = {"name": "mine", "peak_flops": "400 TFLOP/s", "hbm_capacity": "64 GiB",
+              "hbm_bandwidth": "2 TB/s", "price_per_hour": 1.5}
+    cluster = {"pools": [{"gpu": {"base": "a100-80gb", "price_per_hour": 0,
+                                  "hbm_capacity": "40 GiB"}, "nodes": 1},
+                         {"gpu": custom, "nodes": 1},
+                         {"gpu": ["h100-80gb", "h200"], "nodes": [0, 1]}]}
+    spec = parse_spec(data(cluster, tp=8))
+    s = Space.from_spec(spec)
+    assert [g for g in s.choices["cluster.pools[2].gpu"]] == ["h100-80gb", "h200"]
+    mixed = s.some_cluster()
+    assert isinstance(mixed, MixedCluster)
+    owned, mine = mixed.pools[:2]
+    assert float(owned.price_usd_per_gpu_hour) == 0.0
+    assert owned.gpu.hbm_capacity_bytes == 40 * 2**30 and owned.gpu.name == "a100-80gb"
+    assert mine.gpu.name == "mine" and float(mine.price_usd_per_gpu_hour) == 1.5
+
+
+def test_a_pool_has_its_own_expansion_tier() -> None:
+    """Offload targets each pool's own memory expansion (cluster.expansion moves into the
+    pools, as the error for it at the cluster's level says)."""
+    cluster = {"pools": [{"gpu": "a100-80gb", "nodes": 1,
+                          "expansion": {"capacity": "512 GiB", "bandwidth": "64 GB/s"}},
+                         {"gpu": "h100-80gb", "nodes": 1}]}
+    _, mixed, _, _ = parse_spec(data(cluster, tp=8)).to_cost_inputs()
+    assert isinstance(mixed, MixedCluster)
+    assert float(mixed.pools[0].expansion_capacity_bytes) == 512 * 2**30
+    assert float(mixed.pools[1].expansion_capacity_bytes) == 0.0
+    with pytest.raises(SpecError, match="each pool has its own expansion"):
+        parse_spec(data({**cluster, "expansion": {"capacity": "1 TiB"}}))
+
+
 ERRORS = [
     ("a list of clusters", {"cluster": [{"gpu": "a100-80gb"}, {"gpu": "h100-80gb"}]},
      "cluster", "pools: [{gpu"),
@@ -73,6 +107,28 @@ ERRORS = [
      "cluster.pools", "named 'x'"),
     ("unknown pool field", {"cluster": {"pools": [{"gpu": "h100-80gb", "nodez": 1}]}},
      "cluster.pools[0].nodez", "did you mean 'nodes'"),
+    ("bare number in a pool", {"cluster": {"pools": [{"gpu": "h100-80gb",
+                                                      "scale_out_bandwidth": 400}]}},
+     "cluster.pools[0].scale_out_bandwidth", "did you mean \"400 Gbit/s\""),
+    ("bare link between pools", {"cluster": {"pools": [{"gpu": "h100-80gb"}],
+                                             "inter_pool_bandwidth": 200}},
+     "cluster.inter_pool_bandwidth", "has no unit"),
+    ("a pool's price twice", {"cluster": {"pools": [{"gpu": "h100-80gb",
+                                                     "price_per_gpu_hour": 0,
+                                                     "price_per_node_hour": 8}]}},
+     "cluster.pools[0].price_per_node_hour", "give the price once"),
+    ("spot pool without a spot price",
+     {"cluster": {"pools": [{"gpu": "h100-80gb", "price_per_node_hour": 20,
+                             "pricing": "spot"}]}},
+     "cluster.pools[0].spot_price_per_node_hour", "with spot servers give"),
+    ("a pool's node price for two gpus",
+     {"cluster": {"pools": [{"gpu": ["h100-80gb", "h200"], "price_per_node_hour": 20}]}},
+     "cluster.pools[0].price_per_node_hour", "would price the nodes of 2 GPU types"),
+    ("unpriced custom gpu in a pool", {
+        "cluster": {"pools": [{"gpu": {"name": "x", "peak_flops": "400 TFLOP/s",
+                                       "hbm_capacity": "64 GiB", "hbm_bandwidth": "2 TB/s"}}]},
+        "objective": "cost"},
+     "cluster.pools[0].gpu.price_per_hour", "has no price"),
     ("placement on one gpu", {"cluster": {"gpu": "a100-80gb"},
                               "plan": {"placement": "pipeline"}},
      "plan", "cluster.pools"),

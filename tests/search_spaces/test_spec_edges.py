@@ -76,8 +76,8 @@ def test_every_error_of_a_spec_is_reported_at_once() -> None:
     with pytest.raises(SpecErrors) as caught:
         parse_spec(data, file="s.yaml")
     fields = [e.field for e in caught.value.errors]
-    assert fields == ["training.global_batch", "training.precision",
-                      "cluster.scale_out_bandwidth", "cluster.nodes", "plan.recompute", "plan.foo"]
+    assert fields == ["training.global_batch", "training.precision", "cluster.nodes",
+                      "cluster.scale_out_bandwidth", "plan.recompute", "plan.foo"]
     lines = str(caught.value).splitlines()
     assert len(lines) == 6 and all(line.startswith("s.yaml: ") for line in lines)
     assert caught.value.field == "training.global_batch"  # read as one error: the first

@@ -117,9 +117,9 @@ def test_every_error_of_a_spec_at_once(stored: tuple[Path, str], tmp_path: Path)
     data = _spec(nodes=0, scale_out_bandwidth=400)
     data["plan"]["recompute"] = "selectiv"
     spec = write(tmp_path, data)
-    _both(spec, stored, "cluster.scale_out_bandwidth: ", lines=3)
+    _both(spec, stored, "cluster.nodes: ", lines=3)
     err = _refused(["evaluate", str(spec)], stored[0], lines=3)
-    assert [e.split(": ")[2] for e in err] == ["cluster.scale_out_bandwidth", "cluster.nodes",
+    assert [e.split(": ")[2] for e in err] == ["cluster.nodes", "cluster.scale_out_bandwidth",
                                                 "plan.recompute"]
 
 
