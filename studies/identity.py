@@ -2,11 +2,12 @@
 problem it was made for.
 
 The identity of a study is its spec (less `name` and `search`, which do not change the problem),
-the catalog values the spec resolves to (the GPUs a name stands for: the models are already
-resolved in the spec), the calibration profile's contents (the efficiency the model runs with,
-not the file's name) and the cost model's version, which changes whenever the code of `cost/`
-does (a digest of its syntax trees without docstrings: a comment or a docstring does not move
-it, any change of a formula does).
+the catalog values the spec resolves to (the GPUs a name or a mapping's `base` stands for, of
+the cluster or of each of its pools: the models are already resolved in the spec), the
+calibration profile's contents (the efficiency the model runs with, not the file's name) and
+the cost model's version, which changes whenever the code of `cost/` does (a digest of its
+syntax trees without docstrings: a comment or a docstring does not move it, any change of a
+formula does).
 """
 
 from __future__ import annotations
@@ -54,10 +55,16 @@ def _drop_docstring(node: ast.AST) -> None:
 
 
 def _gpu_names(spec: StudySpec) -> list[str]:
-    """The catalog GPUs the spec names (custom GPUs are in the spec itself)."""
-    value = spec.cluster.gpu
-    values = value.values() if is_choice(value) else (value,)  # type: ignore[union-attr]
-    return sorted({v for v in values if isinstance(v, str)})
+    """The catalog GPUs the spec resolves to, the cluster's or each pool's: those it names and
+    the bases of its GPU mappings (a GPU of one's own is in the spec itself)."""
+    found: set[str] = set()
+    for value in [spec.cluster.gpu, *(p.gpu for p in spec.cluster.pools or ())]:
+        values = value.values() if is_choice(value) else (value,)  # type: ignore[union-attr]
+        for v in values:
+            name = v if isinstance(v, str) else getattr(v, "base", None)
+            if name is not None:
+                found.add(name)
+    return sorted(found)
 
 
 def _catalog(spec: StudySpec) -> dict[str, Any]:
