@@ -38,6 +38,8 @@ MEGATRON_FLAGS = {
     "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
     "--num-query-groups", "--seq-length", "--max-position-embeddings", "--swiglu",
     "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format",
+    # the uneven split of a pipeline across pools (same arguments.py, _add_distributed_args)
+    "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     "--nnodes", "--nproc-per-node",
 }
@@ -65,6 +67,8 @@ NEMO_ATTRIBUTES = {
     # DistributedDataParallelConfig (recipe.trainer.strategy.ddp)
     "recipe.model.config.recompute_granularity", "recipe.model.config.recompute_method",
     "recipe.model.config.recompute_num_layers", "recipe.optim.config.use_distributed_optimizer",
+    "recipe.model.config.num_layers_in_first_pipeline_stage",  # TransformerConfig (core_v0.15.0)
+    "recipe.model.config.num_layers_in_last_pipeline_stage",
     "recipe.optim.config.optimizer_cpu_offload", "recipe.optim.config.optimizer_offload_fraction",
     "recipe.trainer.strategy.ddp.data_parallel_sharding_strategy",
     "recipe.trainer.strategy.ddp.overlap_grad_reduce",

@@ -52,10 +52,16 @@ def _trial(study: optuna.Study, number: int | None
     return trial, result
 
 
-def fixed_plan_values(plan: PlanRecord, knobs: frozenset[str]) -> dict[str, Any]:
+_POOL_KNOBS = ("placement", "batch_shares")
+"""Plan knobs of clusters of several GPU types (at their defaults on one GPU type)."""
+
+
+def fixed_plan_values(plan: PlanRecord, knobs: frozenset[str], *, pools: bool = False
+                      ) -> dict[str, Any]:
     """The plan section of a fixed spec: every knob the workload uses (dp as the count it
-    resolves to), and any other knob that is not at its default; an unset sync and an unset
-    shard_group (0: every data-parallel rank) left out."""
+    resolves to: on pools, the GPUs of the pools the plan uses), and any other knob that is
+    not at its default; an unset sync and an unset shard_group (0: every data-parallel rank)
+    left out, and the knobs of pools on one GPU type."""
     values = plan.as_dict()
     defaults = PlanRecord().as_dict()
     out = {}
@@ -65,6 +71,8 @@ def fixed_plan_values(plan: PlanRecord, knobs: frozenset[str]) -> dict[str, Any]
         if name == "parameter_servers" and values.get("sync") != "parameter_server":
             continue
         if name == "shard_group" and not value:
+            continue
+        if name in _POOL_KNOBS and not pools:
             continue
         if name in knobs or value != defaults.get(name):
             out[name] = value
@@ -105,6 +113,7 @@ def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
         if not key.startswith("cluster."):
             continue
         _set_cluster_value(spec, cluster, key[len("cluster."):], label)
-    data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs)
+    data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs,
+                                     pools=spec.cluster.pools is not None)
     fixed = parse_spec(data, file=spec.file, name=data["name"])
     return ChosenPlan(trial=trial.number, result=result, data=data, spec=fixed)

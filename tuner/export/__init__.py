@@ -3,8 +3,10 @@ command-line flags, NeMo 2 recipe overrides, a torchtitan TOML job config.
 
 Each framework module maps the plan's knobs to that framework's documented option names
 (cited in the module); a degree a plan record gains (expert parallelism: `ep`, `etp`) is
-written wherever the framework has an option for it (launch.DEGREE_OPTIONS). What a framework
-cannot express is said in a comment, never dropped silently."""
+written wherever the framework has an option for it (launch.DEGREE_OPTIONS). A plan on pools
+of several GPU types adds the uneven layer split of a pipeline across them and which nodes
+hold what (export.pools). What a framework cannot express is said in a comment, never dropped
+silently."""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from cost.transformer import ModelSpec, embedding_and_loss_split
 
 from ..engine.trial_spec import ChosenPlan
 from ..errors import TunerError
+from .pools import PoolPart, pool_parts, stage_layers
 
 __all__ = ["DEGREES", "LaunchPlan", "launch_plan"]
 
@@ -33,6 +34,15 @@ class LaunchPlan:
     precision: str
     tp_overlap: bool  # the model hid sequence-parallel traffic (Transformer Engine overlap)
     dp_overlap: bool  # the model overlapped data-parallel traffic with the passes
+    pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
+    stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the plan runs on."""
+        if self.pools:
+            return sum(p.nodes * p.gpus_per_node for p in self.pools)
+        return self.nodes * self.gpus_per_node
 
     @property
     def degrees(self) -> dict[str, int]:
@@ -41,7 +51,10 @@ class LaunchPlan:
 
     @property
     def split_ends(self) -> bool:
-        """True when the pipeline counts the embedding and the loss as a layer each."""
+        """True when the pipeline counts the embedding and the loss as a layer each (an even
+        split; a pipeline across pools states its own, stage_split)."""
+        if self.stage_split is not None:
+            return False
         return bool(embedding_and_loss_split(self.model.layers, float(self.plan.pp),
                                              float(self.plan.virtual_stages)))
 
@@ -49,7 +62,7 @@ class LaunchPlan:
     def layers_per_chunk(self) -> int | None:
         """Transformer layers per virtual stage (None when the stages are not even)."""
         chunks = self.plan.pp * self.plan.virtual_stages
-        if self.split_ends or self.model.layers % chunks:
+        if self.split_ends or self.stage_split is not None or self.model.layers % chunks:
             return None
         return self.model.layers // chunks
 
@@ -69,13 +82,18 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
     cluster = chosen.result.cluster
     efficiency = spec.efficiency()
     plan = chosen.result.plan
-    title = (f"{spec.name.rsplit('-trial-', 1)[0]}, trial {chosen.trial}: "
-             f"{cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}, "
+    parts = pool_parts(chosen.result) if chosen.result.pools else ()
+    nodes = sum(p.nodes for p in parts) if parts else cluster.nodes
+    per_node = parts[0].gpus_per_node if parts else cluster.gpus_per_node
+    where = (" + ".join(f"{p.nodes} x {p.gpus_per_node} {p.gpu}" for p in parts) if parts
+             else f"{cluster.nodes} x {cluster.gpus_per_node} {cluster.gpu}")
+    title = (f"{spec.name.rsplit('-trial-', 1)[0]}, trial {chosen.trial}: {where}, "
              f"step {chosen.result.step_time_s:.3f} s predicted")
     return LaunchPlan(
         title=title, model=model,  # type: ignore[arg-type]
-        plan=plan, result=chosen.result, nodes=cluster.nodes,
-        gpus_per_node=cluster.gpus_per_node, global_batch=spec.training.global_batch,
+        plan=plan, result=chosen.result, nodes=nodes,
+        gpus_per_node=per_node, global_batch=spec.training.global_batch,
         precision=spec.training.precision,
         tp_overlap=efficiency.tp_overlap > 0 and plan.sequence_parallel and plan.tp > 1,
-        dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1)
+        dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1, pools=parts,
+        stage_split=stage_layers(parts, int(getattr(model, "layers", 0))))

@@ -5,11 +5,15 @@ Option names from Megatron-LM's megatron/training/arguments.py at core_v0.15.0
 commit 0d7e02bd26d3eb347ad8d1bef625002babfa6df7); torchrun's --nnodes and --nproc-per-node
 from https://docs.pytorch.org/docs/stable/elastic/run.html. ZeRO 1 is Megatron's distributed
 optimizer; ZeRO 2 and 3 its FSDP (--use-megatron-fsdp with --data-parallel-sharding-strategy
-optim_grads or optim_grads_params). dp is not a flag: Megatron fills the GPUs."""
+optim_grads or optim_grads_params). dp is not a flag: Megatron fills the GPUs. A pipeline
+across pools of several GPU types states its uneven split with
+--decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers where the middle
+stages are even (tuner.export.pools)."""
 
 from __future__ import annotations
 
 from .launch import LaunchPlan
+from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_FLAGS", "flags", "render"]
 
@@ -45,6 +49,11 @@ def _pipeline(lp: LaunchPlan) -> list[str]:
     if lp.split_ends:
         out += ["--account-for-embedding-in-pipeline-split",
                 "--account-for-loss-in-pipeline-split"]
+    ends = end_split(lp.stage_split) if lp.stage_split is not None else None
+    if ends is not None and ends.first != ends.middle:
+        out += ["--decoder-first-pipeline-num-layers", str(ends.first)]
+    if ends is not None and ends.last != ends.middle:
+        out += ["--decoder-last-pipeline-num-layers", str(ends.last)]
     return out
 
 
@@ -87,7 +96,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
-    notes: list[str] = []
+    notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
     p = lp.plan
     out = [item for name, degree in lp.degrees.items() if degree > 1 or name in ("tp", "pp")
            for item in (DEGREE_FLAGS[name], str(degree))]
@@ -106,7 +115,7 @@ def render(lp: LaunchPlan) -> str:
     """A torchrun command line, one flag (and its value) per line."""
     items, notes = flags(lp)
     lines = [f"# Megatron-LM (core_v0.15.0 flags) for {lp.title}",
-             f"# data parallel {lp.plan.dp} follows from {lp.nodes * lp.gpus_per_node} GPUs",
+             f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
              *(f"# note: {n}" for n in notes),
              f"torchrun --nnodes {lp.nodes} --nproc-per-node {lp.gpus_per_node} "
              "pretrain_gpt.py \\"]

@@ -9,13 +9,16 @@ set (nemo/collections/llm/recipes/*.py: recipe.model.config.recompute_granularit
 recipe.optim.config.use_distributed_optimizer, ...); the fields of Megatron Core's
 TransformerConfig, OptimizerConfig and DistributedDataParallelConfig behind them
 (core_v0.15.0: recompute_method, recompute_num_layers, optimizer_cpu_offload,
-data_parallel_sharding_strategy, overlap_grad_reduce, overlap_param_gather)."""
+data_parallel_sharding_strategy, overlap_grad_reduce, overlap_param_gather, and
+TransformerConfig's num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage
+for the uneven split of a pipeline across pools of several GPU types, tuner.export.pools)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .launch import LaunchPlan
+from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
 
@@ -52,7 +55,7 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
 
 def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
-    notes: list[str] = []
+    notes = pool_notes(lp.pools, "NeMo", lp.stage_split)
     p = lp.plan
     out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),
                                   ("recipe.trainer.devices", lp.gpus_per_node)]
@@ -62,6 +65,7 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     if lp.split_ends:
         out += [(_STRATEGY + "account_for_embedding_in_pipeline_split", True),
                 (_STRATEGY + "account_for_loss_in_pipeline_split", True)]
+    out += _uneven(lp)
     out.append((_STRATEGY + "sequence_parallel", bool(p.sequence_parallel and p.tp > 1)))
     out += [("recipe.data.micro_batch_size", p.micro_batch),
             ("recipe.data.global_batch_size", lp.global_batch),
@@ -76,6 +80,18 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     return out, notes
 
 
+def _uneven(lp: LaunchPlan) -> list[tuple[str, Any]]:
+    """The first and last stage's layers of a pipeline across pools, where they differ from
+    the even middle stages."""
+    ends = end_split(lp.stage_split) if lp.stage_split is not None else None
+    out: list[tuple[str, Any]] = []
+    if ends is not None and ends.first != ends.middle:
+        out.append(("recipe.model.config.num_layers_in_first_pipeline_stage", ends.first))
+    if ends is not None and ends.last != ends.middle:
+        out.append(("recipe.model.config.num_layers_in_last_pipeline_stage", ends.last))
+    return out
+
+
 def _python(value: Any) -> str:
     return repr(value)
 
@@ -84,7 +100,7 @@ def render(lp: LaunchPlan) -> str:
     """Python assignments to apply to a NeMo 2 recipe before running it."""
     pairs, notes = assignments(lp)
     lines = [f"# NeMo 2 recipe overrides (NeMo v2.4.0 attribute names) for {lp.title}",
-             f"# data parallel {lp.plan.dp} follows from {lp.nodes * lp.gpus_per_node} GPUs",
+             f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
              *(f"# note: {n}" for n in notes)]
     lines += [f"{name} = {_python(value)}" for name, value in pairs]
     return "\n".join(lines)

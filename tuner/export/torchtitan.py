@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .launch import LaunchPlan
+from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_KEYS", "render", "sections"]
 
@@ -37,10 +38,12 @@ def _data_parallel(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
             "fsdp_reshard_after_forward": "always" if zero >= 3 else "never"}
 
 
-def _pipeline(lp: LaunchPlan) -> dict[str, Any]:
+def _pipeline(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
     p = lp.plan
     if p.pp == 1:
         return {}
+    if lp.stage_split is not None:
+        return _uneven(lp, notes)
     chunks = p.pp * p.virtual_stages
     ends = 1 if lp.split_ends else 0
     return {"pipeline_parallel_schedule": "Interleaved1F1B" if p.virtual_stages > 1
@@ -51,9 +54,27 @@ def _pipeline(lp: LaunchPlan) -> dict[str, Any]:
             "pipeline_parallel_microbatch_size": p.micro_batch}
 
 
+def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
+    """A pipeline across pools: the middle stages' layers, the first and last stage fewer
+    (torchtitan states no more; a split it cannot state is noted by tuner.export.pools)."""
+    split = lp.stage_split or []
+    ends = end_split(split)
+    out: dict[str, Any] = {"pipeline_parallel_schedule": "1F1B",
+                           "pipeline_parallel_microbatch_size": lp.plan.micro_batch}
+    if ends is None:
+        return out
+    if ends.first > ends.middle or ends.last > ends.middle:
+        notes.append(f"layers per stage {split}: torchtitan's first and last stage may only "
+                     "take fewer layers than the others; set this split yourself")
+        return out
+    return {**out, "pipeline_parallel_layers_per_stage": ends.middle,
+            "pipeline_parallel_first_stage_less_layers": ends.middle - ends.first,
+            "pipeline_parallel_last_stage_less_layers": ends.middle - ends.last}
+
+
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
-    notes: list[str] = []
+    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split)
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
     training: dict[str, Any] = {"local_batch_size": per_rank,
@@ -69,7 +90,7 @@ def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
                      "mixed precision yourself; bfloat16 is written here")
     parallelism = {**_data_parallel(lp, notes),
                    **{DEGREE_KEYS[d]: v for d, v in lp.degrees.items()},
-                   **_pipeline(lp)}
+                   **_pipeline(lp, notes)}
     if p.tp > 1 and not p.sequence_parallel:
         notes.append("torchtitan's tensor parallelism always shards the norms' sequence "
                      "(sequence parallelism)")

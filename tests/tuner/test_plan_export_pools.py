@@ -1,0 +1,101 @@
+"""`tuner plan NAME --as ...` on a study of pools of several GPU types: the spec format
+evaluates to the trial's step time; a pipeline across pools writes its uneven layer split
+where the framework can state it (first and last stage) and says which nodes hold which
+stages; what a framework cannot express (balanced per-replica batches, a split uneven in the
+middle) is a comment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from tuner.cli import main
+from tuner.export.pools import PoolPart, end_split, pool_notes, stage_layers
+
+from .specs import write
+from .test_plan_export import MEGATRON_FLAGS, NEMO_ATTRIBUTES, TORCHTITAN_KEYS, _megatron_names
+
+
+def _pools(name: str, **plan: Any) -> dict[str, Any]:
+    return {"name": name, "model": "llama3-8b",
+            "training": {"global_batch": 64, "tokens": 1e11, "precision": "bf16"},
+            "cluster": {"pools": [{"name": "owned", "gpu": "a100-80gb", "nodes": 2,
+                                   "price_per_gpu_hour": 0},
+                                  {"name": "rented", "gpu": ["h100-80gb", "h200"],
+                                   "nodes": [0, 1, 2]}],
+                        "inter_pool_bandwidth": "200 Gbit/s"},
+            "plan": {"tp": [2, 4, 8], "pp": [1, 2, 4], "micro_batch": [1, 2],
+                     "recompute": ["none", "full"], "sequence_parallel": True, "zero": 1,
+                     **plan},
+            "search": {"sampler": "exhaustive"}}
+
+
+def _cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.stderr
+    return str(result.stdout)
+
+
+def _study(tmp_path: Path, data: dict[str, Any]) -> str:
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    _cli("search", str(write(tmp_path, data)), "--storage", url, "--json")
+    return url
+
+
+def test_a_pooled_plan_as_a_spec_evaluates_to_the_trials_step_time(tmp_path: Path) -> None:
+    url = _study(tmp_path, _pools("pooled"))
+    best = json.loads(_cli("best", "pooled", "--storage", url, "--json"))["best"][0]
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(_cli("plan", "pooled", "--as", "spec", "--storage", url), encoding="utf-8")
+    evaluated = json.loads(_cli("evaluate", str(fixed), "--json"))
+    assert evaluated["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
+    assert evaluated["plan"] == best["plan"] and evaluated["pools"] == best["pools"]
+    assert evaluated["cluster"]["pools"] == best["cluster"]["pools"]
+
+
+def test_a_pipeline_across_pools_writes_its_uneven_split(tmp_path: Path) -> None:
+    url = _study(tmp_path, _pools("piped", placement="pipeline", pp=2))
+    best = json.loads(_cli("best", "piped", "--storage", url, "--json"))["best"][0]
+    layers = sorted((p for p in best["pools"] if p["role"] == "pipeline"),
+                    key=lambda p: p["first_stage"])
+    assert len(layers) == 2 and layers[0]["layers"] != layers[1]["layers"]
+    text = _cli("plan", "piped", "--as", "megatron", "--storage", url)
+    assert set(_megatron_names(text)) <= MEGATRON_FLAGS
+    args = text.split()
+    last = int(args[args.index("--decoder-last-pipeline-num-layers") + 1])
+    assert 0 < last < 32 and last <= layers[1]["layers"]
+    assert f"pool {layers[0]['name']}:" in text and "node ranks 0-1 (stage 0)" in text
+    nemo = _cli("plan", "piped", "--as", "nemo", "--storage", url)
+    names = {line.split(" = ")[0] for line in nemo.splitlines() if not line.startswith("#")}
+    assert names <= NEMO_ATTRIBUTES
+    assert f"recipe.model.config.num_layers_in_last_pipeline_stage = {last}" in nemo
+    tomllib = pytest.importorskip("tomllib")
+    par = tomllib.loads(_cli("plan", "piped", "--as", "torchtitan", "--storage", url))[
+        "parallelism"]
+    assert set(par) <= TORCHTITAN_KEYS["parallelism"]
+    per_stage = par["pipeline_parallel_layers_per_stage"]
+    assert per_stage - par["pipeline_parallel_last_stage_less_layers"] == last
+    assert per_stage + last == 32
+
+
+def _part(name: str, role: str, **kw: Any) -> PoolPart:
+    fields: dict[str, Any] = {"gpu": "a100-80gb", "nodes": 2, "gpus_per_node": 8,
+                              "replicas": 4.0, "stages": 1, "first_stage": 0, "layers": 0,
+                              "micro_batches": 8.0, "layer_s": 0.01}
+    return PoolPart(name=name, role=role, **{**fields, **kw})
+
+
+def test_a_split_uneven_in_the_middle_or_uneven_batches_are_notes() -> None:
+    parts = (_part("a", "pipeline", stages=2, layers=6, layer_s=0.02),
+             _part("b", "pipeline", gpu="h200", stages=2, first_stage=2, layers=12))
+    split = stage_layers(parts, 32)
+    assert split == [5, 5, 11, 11]  # 36 layers of room, the longest stages give 4 back
+    assert end_split(split) is None
+    assert any("layers per stage" in n for n in pool_notes(parts, "Megatron-LM", split))
+    data = (_part("a", "data", micro_batches=6.0), _part("b", "data", micro_batches=10.0))
+    notes = pool_notes(data, "NeMo", None)
+    assert any("balanced shares" in n and "a 6, b 10" in n for n in notes)
