@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from ..errors import TunerError
+from ..errors import one_line as _one_line
 
 __all__ = ["COMMANDS", "main"]
 
@@ -39,9 +40,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
-_FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
-                IsADirectoryError: "is a directory; give a file",
-                PermissionError: "permission denied; check the file's permissions"}
 _ERROR_TYPES = (("search_spaces.errors", "SpecError"), ("cost.errors", "CostModelError"),
                 ("studies.errors", "StudyError"))
 
@@ -54,15 +52,6 @@ def _user_errors() -> tuple[type[BaseException], ...]:
         if module in sys.modules:
             found.append(getattr(sys.modules[module], name))
     return tuple(found)
-
-
-def _one_line(err: BaseException) -> str:
-    """The error as one line; a file error names the file and what to do."""
-    if isinstance(err, OSError):
-        what = next((text for kind, text in _FILE_ERRORS.items() if isinstance(err, kind)),
-                    f"{err.strerror or type(err).__name__}; check the file and the disk")
-        return f"{err.filename}: {what}" if err.filename else what
-    return " ".join(str(err).split())
 
 
 class _Group(click.Group):

@@ -18,13 +18,20 @@ from cost import (
     evaluate_grid,
     plan_result,
 )
-from search_spaces import CLUSTER_KNOBS, GPUSection, Space
+from search_spaces import CLUSTER_KNOBS, GPUSection, Space, StudySpec
 from search_spaces.grid import PlanGrid
 
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
-           "flat_scores", "label", "one_plan", "result_of"]
+           "fixed_result", "flat_scores", "label", "one_plan", "result_of"]
+
+
+def fixed_result(spec: StudySpec) -> PlanResult:
+    """The one plan of a fixed spec, evaluated (`tuner evaluate`, POST /v1/evaluate); a
+    SpecError names the first choice of a spec that is not fixed."""
+    inputs = spec.to_cost_inputs()
+    return plan_result(*inputs, evaluate(*inputs, efficiency=spec.efficiency()))
 
 
 def label(value: Any) -> Any:
