@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("calibrate", "Fit the model's efficiency to measured runs."),
     "report": ("report", "An HTML report of study NAME."),
     "dashboard": ("report", "optuna-dashboard on the storage of study NAME."),
+    "serve": ("serve", "The HTTP API: evaluate specs and run studies over the network."),
 }
 """Command name -> (module of tuner.cli that defines it, one-line help)."""
 
