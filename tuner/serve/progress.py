@@ -50,12 +50,15 @@ def status(study: optuna.Study, *, live: int, error: str | None) -> dict[str, An
     last failure of one."""
     trials = list(study.get_trials(deepcopy=False))
     count = {state: sum(t.state == state for t in trials) for state in TrialState}
-    out = summary(study)
-    settings = search_settings(study) if SEARCH_ATTR in study.user_attrs else {}
     record = study.user_attrs.get(SERVE_ATTR)
     deadline = record.get("deadline") if isinstance(record, dict) else None
+    # the state before the summary: each reads the storage anew, and a sweep that ends
+    # between the two reads must not show as done and not optimal (a sweep stays swept)
+    state = _state(study, trials, live, deadline)
+    out = summary(study)
+    settings = search_settings(study) if SEARCH_ATTR in study.user_attrs else {}
     return {
-        "study": study.study_name, "state": _state(study, trials, live, deadline),
+        "study": study.study_name, "state": state,
         "target": target_trials(study), "completed": count[TrialState.COMPLETE],
         "running": count[TrialState.RUNNING], "waiting": count[TrialState.WAITING],
         "failed": count[TrialState.FAIL], "pruned": count[TrialState.PRUNED],
