@@ -35,7 +35,8 @@ from optuna.storages._rdb.models import TrialHeartbeatModel
 from optuna.trial import FrozenTrial, TrialState
 
 __all__ = ["JOURNAL_STALE_S", "JOURNAL_UNSTAMPED_S", "WORKER_ATTR", "fail_silent_trials",
-           "recover_stale_trials", "waiting_retries", "worker_identity"]
+           "process_gone", "process_identity", "recover_stale_trials", "waiting_retries",
+           "worker_identity"]
 
 JOURNAL_UNSTAMPED_S = 60.0
 """Seconds after which a running trial of a journal storage that names no worker is stale: a
@@ -59,8 +60,19 @@ def _start_ticks(pid: int) -> str:
 
 def worker_identity() -> dict[str, Any]:
     """This process as a worker: host name, pid and start time."""
-    pid = os.getpid()
+    return process_identity(os.getpid())
+
+
+def process_identity(pid: int) -> dict[str, Any]:
+    """Process `pid` of this host as a worker record: host name, pid and start time (the
+    record stays true when the pid is later reused: its start time differs)."""
     return {"host": socket.gethostname(), "pid": pid, "start": _start_ticks(pid)}
+
+
+def process_gone(owner: dict[str, Any]) -> bool:
+    """True when the worker record `owner` (process_identity) ran on this host and that
+    process no longer exists (False for another host's: it cannot be known from here)."""
+    return _process_gone(owner)
 
 
 def _process_gone(owner: dict[str, Any]) -> bool:

@@ -1,9 +1,23 @@
-"""The tuner package's one exception type."""
+"""The tuner package's one exception type, and the one-line form of any user error that the
+command line (tuner.cli.main) and the HTTP API (tuner.serve) show."""
 
 from __future__ import annotations
 
-__all__ = ["TunerError"]
+__all__ = ["TunerError", "one_line"]
+
+_FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
+                IsADirectoryError: "is a directory; give a file",
+                PermissionError: "permission denied; check the file's permissions"}
 
 
 class TunerError(Exception):
     """A command that cannot do what was asked; the message says what to change."""
+
+
+def one_line(err: BaseException) -> str:
+    """The error as one line; a file error names the file and what to do."""
+    if isinstance(err, OSError):
+        what = next((text for kind, text in _FILE_ERRORS.items() if isinstance(err, kind)),
+                    f"{err.strerror or type(err).__name__}; check the file and the disk")
+        return f"{err.filename}: {what}" if err.filename else what
+    return " ".join(str(err).split())

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import click
 
-import cost
 from search_spaces import gpu_catalog, gpu_info, load_spec, model_catalog, model_info
 
-from ..engine.limits import with_spec_limits
+from ..engine.evaluation import fixed_result
 from ..views import text as render
 from .options import json_option
 
@@ -23,9 +22,7 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     results = []
     for path in specs:
         spec = load_spec(path)
-        inputs = spec.to_cost_inputs()
-        report = cost.evaluate(*inputs, efficiency=spec.efficiency())
-        results.append((spec, with_spec_limits(spec, report, cost.plan_result(*inputs, report))))
+        results.append((spec, fixed_result(spec)))
     if as_json:
         payload = [r.as_dict() for _, r in results]
         click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from ..errors import TunerError
+from ..errors import one_line as _one_line
 
 __all__ = ["COMMANDS", "main"]
 
@@ -34,14 +35,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("calibrate", "Fit the model's efficiency to measured runs."),
     "report": ("report", "An HTML report of study NAME."),
     "dashboard": ("report", "optuna-dashboard on the storage of study NAME."),
+    "serve": ("serve", "The HTTP API: evaluate specs and run studies over the network."),
 }
 """Command name -> (module of tuner.cli that defines it, one-line help)."""
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
-_FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
-                IsADirectoryError: "is a directory; give a file",
-                PermissionError: "permission denied; check the file's permissions"}
 _ERROR_TYPES = (("search_spaces.errors", "SpecError"), ("cost.errors", "CostModelError"),
                 ("studies.errors", "StudyError"))
 
@@ -62,15 +61,6 @@ def _lines(err: BaseException) -> list[str]:
     if errors is not None and isinstance(err, errors.SpecErrors):
         return [_one_line(e) for e in err.errors]
     return [_one_line(err)]
-
-
-def _one_line(err: BaseException) -> str:
-    """The error as one line; a file error names the file and what to do."""
-    if isinstance(err, OSError):
-        what = next((text for kind, text in _FILE_ERRORS.items() if isinstance(err, kind)),
-                    f"{err.strerror or type(err).__name__}; check the file and the disk")
-        return f"{err.filename}: {what}" if err.filename else what
-    return " ".join(str(err).split())
 
 
 class _Group(click.Group):

@@ -19,14 +19,22 @@ from cost import (
     evaluate_grid,
     plan_result,
 )
-from search_spaces import GPUSection, Space
+from search_spaces import GPUSection, Space, StudySpec
 from search_spaces.grid import PlanGrid
 
-from .limits import limit_messages
+from .limits import limit_messages, with_spec_limits
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
-           "flat_scores", "label", "one_plan", "result_of"]
+           "fixed_result", "flat_scores", "label", "one_plan", "result_of"]
+
+
+def fixed_result(spec: StudySpec) -> PlanResult:
+    """The one plan of a fixed spec, evaluated (`tuner evaluate`, POST /v1/evaluate); a
+    SpecError names the first choice of a spec that is not fixed."""
+    inputs = spec.to_cost_inputs()
+    report = evaluate(*inputs, efficiency=spec.efficiency())
+    return with_spec_limits(spec, report, plan_result(*inputs, report))
 
 
 def label(value: Any) -> Any:

@@ -49,7 +49,7 @@ from .scoring import DIRECTIONS
 from .stored_sweep import write_sweep
 from .warm_start import warm_start_params
 
-__all__ = ["SearchOptions", "continue_study", "run_search", "summary"]
+__all__ = ["SearchOptions", "continue_study", "prepare_search", "run_search", "summary"]
 
 _STALLED_PASSES = 20  # passes in a row that complete nothing: the space has no valid plan
 
@@ -108,18 +108,9 @@ def run_search(spec: StudySpec, spec_text: str, storage: StorageSource,
     then opened, with the study, beside the sweep (tuner.engine.opening)."""
     _check_objectives(spec)
     space = Space.from_spec(spec)
-    opening = StudyOpening(lambda: create_or_continue(
-        storage_of(storage), spec, spec_text,
-        directions=[DIRECTIONS[o] for o in spec.objective], target_trials=None))
-    requested = options.sampler or spec.search.sampler
-    seed = options.seed if options.seed is not None else spec.search.seed
-    timeout = options.timeout if options.timeout is not None else spec.search.timeout
-    choice = None
-    if requested == "auto":
-        budget = spec.search.exhaustive_budget if timeout is None else \
-            min(spec.search.exhaustive_budget, timeout)
-        choice = choose(space, budget_s=budget)
-    settings = _settings(space, requested, choice, seed=seed, sweep_inner=options.sweep_inner)
+    opening = StudyOpening(lambda: _create(storage, spec, spec_text))
+    settings, timeout, choice = _decide(space, options)
+    seed = settings["seed"]
     sampler = make_sampler(settings["sampler"], seed=seed, objectives=len(spec.objective))
     if settings["sampler"] == "exhaustive":
         total = choice.plans if choice is not None and choice.counted_all else None
@@ -133,6 +124,48 @@ def run_search(spec: StudySpec, spec_text: str, storage: StorageSource,
     store_search_settings(study, settings)
     _set_target(study, spec, options)
     _optimize(study, space, settings, options, timeout=timeout)
+    return study
+
+
+def _create(storage: StorageSource, spec: StudySpec, spec_text: str) -> optuna.Study:
+    """The study of the spec's name, created or continued (its target kept)."""
+    return create_or_continue(storage_of(storage), spec, spec_text,
+                              directions=[DIRECTIONS[o] for o in spec.objective],
+                              target_trials=None)
+
+
+def _decide(space: Space, options: SearchOptions
+            ) -> tuple[dict[str, Any], float | None, AutoChoice | None]:
+    """How to search: the settings to store (sampler, seed, ...), the timeout (seconds or
+    None) and `auto`'s choice (None when a sampler was named); `auto` counts the space and
+    measures the model's rate on it (a second or so)."""
+    spec = space.spec
+    requested = options.sampler or spec.search.sampler
+    seed = options.seed if options.seed is not None else spec.search.seed
+    timeout = options.timeout if options.timeout is not None else spec.search.timeout
+    choice = None
+    if requested == "auto":
+        budget = spec.search.exhaustive_budget if timeout is None else \
+            min(spec.search.exhaustive_budget, timeout)
+        choice = choose(space, budget_s=budget)
+    settings = _settings(space, requested, choice, seed=seed, sweep_inner=options.sweep_inner)
+    return settings, timeout, choice
+
+
+def prepare_search(spec: StudySpec, spec_text: str, storage: optuna.storages.BaseStorage,
+                   options: SearchOptions) -> optuna.Study:
+    """A study made ready for workers to run, running nothing: created (or continued, as
+    run_search would), its sampler chosen (`auto` counts and measures the space here: a
+    second or so, never the sweep), its settings stored and, for an Optuna sampler, its
+    trial target set. `continue_study` (a `tuner worker`) then runs it: the sweep of an
+    exhaustive study, or trials to the target. The HTTP API's POST /v1/studies calls it."""
+    _check_objectives(spec)
+    space = Space.from_spec(spec)
+    settings, _, _ = _decide(space, options)
+    study = _create(storage, spec, spec_text)
+    store_search_settings(study, settings)
+    if settings["sampler"] != "exhaustive":
+        _set_target(study, spec, options)
     return study
 
 

@@ -1,0 +1,276 @@
+"""`tuner serve` against a real server process on loopback with httpx: every route answers
+what the matching command prints; bad specs are 422 with the command line's line; bodies over
+the limit 413; search spaces are refused by /v1/evaluate; a token guards every /v1 route; no
+traceback and no storage password ever reach a client or the log.
+
+(Studies run in the background, a server killed and restarted: test_serve_studies.py.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import optuna
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from studies import RESULT_ATTR, open_storage
+from tuner.cli import main
+from tuner.serve.logs import Redact
+from tuner.serve.models import PlanResultJSON, StudyStatus, StudySummary
+
+from .serving import Server, serving, start
+from .specs import tiny
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
+LLAMA = EXAMPLES / "llama3-70b-h100-fixed.yaml"
+GPT3 = EXAMPLES / "gpt3-175b-a100-fixed.yaml"
+YAML = {"content-type": "application/yaml"}
+TOKEN = "a-test-token-of-32-characters-xx"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("serve")
+    with serving(tmp, f"sqlite:///{tmp / 's.db'}", "--workers", "1") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(server: Server) -> Iterator[httpx.Client]:
+    with server.client() as http:
+        yield http
+
+
+def _cli_json(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def _cli_error(path: Path) -> str:
+    """The line `tuner evaluate PATH` prints after `error: `."""
+    result = CliRunner().invoke(main, ["evaluate", str(path)])
+    assert result.exit_code == 2
+    return result.stderr.strip().removeprefix("error: ")
+
+
+def test_evaluate_answers_what_the_command_prints(client: httpx.Client) -> None:
+    one = client.post("/v1/evaluate", content=LLAMA.read_bytes(), headers=YAML)
+    assert one.status_code == 200 and one.headers["content-type"] == "application/json"
+    assert one.json() == _cli_json("evaluate", "--json", str(LLAMA))
+    PlanResultJSON.model_validate(one.json())
+
+    specs = [yaml.safe_load(p.read_text()) for p in (GPT3, LLAMA)]
+    both = client.post("/v1/evaluate", json=specs)
+    assert both.status_code == 200
+    assert both.json() == _cli_json("evaluate", "--json", str(GPT3), str(LLAMA))
+
+
+def test_the_result_model_declares_every_field_the_answer_has(client: httpx.Client) -> None:
+    answer = client.post("/v1/evaluate", content=LLAMA.read_bytes(), headers=YAML).json()
+    assert set(answer) <= set(PlanResultJSON.model_fields), "the schema misses a field"
+
+
+BAD = {  # LLAMA with `old` replaced by `new`
+    "unknown field": ("  zero: 1\n", "  zero: 1\n  foo: 3\n"),
+    "unit": ("  gpus_per_node: 8\n", "  gpus_per_node: 8\n  expansion: {capacity: 80 GB/s}\n"),
+    "heads": ("  tp: 8\n", "  tp: 3\n"),
+    "gpu": ("gpu: h100-80gb", "gpu: a100"),
+    "yaml": ("model: llama3-70b", "model: [llama3-70b"),
+    "tag": ("model: llama3-70b", "model: !!python/object/apply:os.system [ls]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_spec_is_422_with_the_command_lines_message(
+        client: httpx.Client, tmp_path: Path, case: str) -> None:
+    old, new = BAD[case]
+    text = LLAMA.read_text(encoding="utf-8")
+    assert old in text
+    path = tmp_path / "bad.yaml"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    answer = client.post("/v1/evaluate", content=path.read_bytes(), headers=YAML)
+    assert answer.status_code == 422
+    assert answer.json() == {"error": _cli_error(path).replace(str(path), "request")}
+
+
+def test_a_bad_spec_in_a_list_is_named_by_its_place(client: httpx.Client) -> None:
+    good = yaml.safe_load(LLAMA.read_text())
+    bad = {**good, "plan": {**good["plan"], "tp": 3}}
+    answer = client.post("/v1/evaluate", json=[good, bad])
+    assert answer.status_code == 422 and answer.json()["error"].startswith("request[1]: plan")
+
+
+@pytest.mark.parametrize(("body", "headers", "words"), [
+    (b"", YAML, "the body is empty"),
+    (b"{not json", {"content-type": "application/json"}, "malformed JSON"),
+    (b"\xff\xfe", YAML, "not UTF-8"),
+    (b"a: &x [1, 2]\nb: *x\n", YAML, "aliases"),
+    (b"[" * 5000 + b"]" * 5000, {"content-type": "application/json"}, "nested too deeply"),
+    (b"- 1\n" * 65, YAML, "at most 64"),
+    (b"just a string", YAML, "a spec is a YAML mapping"),
+])
+def test_bodies_that_are_no_spec_are_422(client: httpx.Client, body: bytes,
+                                         headers: dict[str, str], words: str) -> None:
+    answer = client.post("/v1/evaluate", content=body, headers=headers)
+    assert answer.status_code == 422 and words in answer.json()["error"], answer.text
+
+
+def test_a_search_space_is_refused_by_evaluate_with_its_size(client: httpx.Client) -> None:
+    space = (EXAMPLES / "llama3-70b-64-h100.yaml").read_bytes()
+    answer = client.post("/v1/evaluate", content=space, headers=YAML)
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error.startswith("request: plan.") and "/v1/studies" in error
+    assert re.search(r"search space \([\d,]+ valid plans\)", error), error
+
+
+def test_a_calibration_file_is_not_read_over_http(client: httpx.Client) -> None:
+    data = {**yaml.safe_load(LLAMA.read_text()), "calibration": "/etc/passwd"}
+    answer = client.post("/v1/evaluate", json=data)
+    assert answer.status_code == 422
+    assert answer.json()["error"].startswith("request: calibration: ")
+
+
+def test_a_body_over_the_limit_is_413(client: httpx.Client) -> None:
+    big = b"#" * (1 << 20) + b"\n"
+    assert client.post("/v1/evaluate", content=big, headers=YAML).status_code == 413
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        for _ in range(20):
+            yield b"#" * 65536
+
+    answer = client.post("/v1/evaluate", content=chunks(), headers=YAML)
+    assert answer.status_code == 413 and "over 1,048,576 bytes" in answer.json()["error"]
+
+
+def test_unknown_studies_are_404_on_every_route(client: httpx.Client) -> None:
+    for path in ("", "/best", "/trials", "/plan", "/report"):
+        answer = client.get(f"/v1/studies/nothere{path}")
+        assert answer.status_code == 404, path
+        assert answer.json() == {"error": "no study named 'nothere'; GET /v1/studies lists "
+                                          "the studies"}
+    assert client.get("/v1/nothing").status_code == 404
+
+
+def test_bad_parameters_are_422_in_one_line(client: httpx.Client) -> None:
+    answer = client.get("/v1/studies/x/best", params={"top": 0})
+    assert answer.status_code == 422 and answer.json()["error"].startswith("query.top: ")
+
+
+def test_the_openapi_schema_and_docs_are_served(client: httpx.Client) -> None:
+    schema = client.get("/openapi.json").json()
+    paths = set(schema["paths"])
+    assert {"/v1/evaluate", "/v1/studies", "/v1/studies/{name}", "/v1/studies/{name}/best",
+            "/v1/studies/{name}/trials", "/v1/studies/{name}/plan",
+            "/v1/studies/{name}/report"} <= paths
+    components = schema["components"]["schemas"]
+    assert {"StudySpec", "PlanSection", "ClusterSection", "StudyStatus"} <= set(components)
+    body = schema["paths"]["/v1/studies"]["post"]["requestBody"]["content"]
+    assert body["application/json"]["schema"] == {"$ref": "#/components/schemas/StudySpec"}
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+
+
+def test_a_study_made_by_the_command_line_is_read_over_http(
+        server: Server, client: httpx.Client, tmp_path: Path) -> None:
+    storage = re.search(r"storage (\S+);", server.text())
+    assert storage is not None
+    spec = tmp_path / "cli-made.yaml"
+    spec.write_text(yaml.safe_dump(tiny("cli-made", search={
+        "sampler": "random", "trials": 6, "seed": 0})), encoding="utf-8")
+    made = _cli_json("search", str(spec), "--storage", storage.group(1), "--json")
+    status = StudyStatus.model_validate(client.get("/v1/studies/cli-made").json())
+    assert status.state == "done" and status.completed == made["trials"] == 6
+    assert status.sampler == "random" and status.workers == 0
+    best = client.get("/v1/studies/cli-made/best", params={"top": 2}).json()
+    assert best == _cli_json("best", "cli-made", "--top", "2", "--storage", storage.group(1),
+                             "--json")
+    listed = client.get("/v1/studies").json()
+    assert [StudySummary.model_validate(s).name for s in listed] == \
+        [s["name"] for s in _cli_json("studies", "--storage", storage.group(1), "--json")]
+
+
+def test_a_failure_inside_is_a_generic_500_and_logged(server: Server, client: httpx.Client
+                                                      ) -> None:
+    """A trial whose stored result is garbage breaks `best`: the client gets one line, the
+    traceback goes to the server's log."""
+    storage = re.search(r"storage (\S+);", server.text())
+    assert storage is not None
+    store = open_storage(storage.group(1), heartbeat_interval_s=None, create=False)
+    study = optuna.create_study(study_name="broken", storage=store)
+    trial = study.ask()
+    trial.set_user_attr(RESULT_ATTR, {"step_time_s": "not a number"})
+    study.tell(trial, 1.0)
+    answer = client.get("/v1/studies/broken/best")
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "internal error; the server's log has the details"}
+    assert "Traceback" in server.text() and "GET /v1/studies/broken/best failed" in server.text()
+
+
+def test_every_v1_route_needs_the_token_when_one_is_set(tmp_path: Path) -> None:
+    storage = f"sqlite:///{tmp_path / 't.db'}"
+    with serving(tmp_path, storage, env={"TUNER_TOKEN": TOKEN}) as server:
+        with server.client() as anonymous, server.client("wrong" * 8) as wrong, \
+                server.client(TOKEN) as right:
+            for method, path in (("POST", "/v1/evaluate"), ("POST", "/v1/studies"),
+                                 ("GET", "/v1/studies"), ("GET", "/v1/studies/x"),
+                                 ("GET", "/v1/studies/x/plan")):
+                for http in (anonymous, wrong):
+                    answer = http.request(method, path, content=LLAMA.read_bytes())
+                    assert answer.status_code == 401, (method, path)
+                    assert answer.headers["www-authenticate"] == "Bearer"
+                    assert "Bearer" in answer.json()["error"]
+            assert right.get("/v1/studies").status_code == 200
+            assert right.post("/v1/evaluate", content=LLAMA.read_bytes(),
+                              headers=YAML).status_code == 200
+            assert anonymous.get("/openapi.json").status_code == 200
+            schemes = anonymous.get("/openapi.json").json()["components"]["securitySchemes"]
+            assert next(iter(schemes.values()))["scheme"] == "bearer"
+        assert TOKEN not in server.text()
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--host", "0.0.0.0"], "give a token"),
+    (["--host", "192.0.2.1", "--token", "short"], "at least 16"),
+    (["--host", "127.0.0.1", "--port", "{busy}"], "cannot listen on 127.0.0.1:"),
+])
+def test_refusals_at_start_are_one_line_exit_2(tmp_path: Path, args: list[str],
+                                               words: str) -> None:
+    with socket.socket() as taken:  # a port in use
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        given = [a.format(busy=taken.getsockname()[1]) for a in args]
+        result = CliRunner().invoke(main, ["serve", "--storage",
+                                           f"sqlite:///{tmp_path}/r.db", *given],
+                                    env={"TUNER_TOKEN": ""})
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr
+
+
+def test_a_storage_password_never_shows(tmp_path: Path) -> None:
+    url = "postgresql+psycopg://tuner:s3cret-pw@127.0.0.1:9/none"
+    with pytest.raises(AssertionError) as failed:  # no database there: exit 2, one line
+        start(tmp_path, url)
+    assert "s3cret-pw" not in str(failed.value) and "***" in str(failed.value)
+
+
+def test_the_log_filter_masks_passwords_and_tokens_in_tracebacks() -> None:
+    try:
+        raise RuntimeError(f"cannot reach postgresql://u:hunter22@db/x with {TOKEN}")
+    except RuntimeError:
+        record = logging.LogRecord("t", logging.ERROR, __file__, 1, "at %s",
+                                   ("mysql://a:pw9@h/d",), sys.exc_info())
+    Redact([TOKEN]).filter(record)
+    text = logging.Formatter().format(record)
+    assert "hunter22" not in text and "pw9" not in text and TOKEN not in text
+    assert "postgresql://u:***@db/x" in text and "mysql://a:***@h/d" in text

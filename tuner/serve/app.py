@@ -1,0 +1,118 @@
+"""The HTTP API's application (FastAPI): the /v1 routes (tuner.serve.routes), the bearer-token
+check, the body limit and last-resort 500 (tuner.serve.guard), errors as {"error": "one
+line"}, and the OpenAPI schema at /openapi.json (docs at /docs) with the spec model.
+
+Errors: a bad spec 422 (the command line's message, naming `request` where the command line
+names the file), no such study 404, a study that cannot answer yet or holds another problem
+409, a missing or wrong token 401, a body over the limit 413, too many studies 429, anything
+else a generic 500."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import optuna
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from cost import CostModelError
+from search_spaces import SpecError, StudySpec
+from studies import StudyError
+
+from ..errors import TunerError, one_line
+from .auth import bearer_guard
+from .config import ServeConfig
+from .guard import Guard
+from .routes import error_response, v1_router
+from .runner import Runner
+from .service import RequestError, Service
+
+__all__ = ["create_app"]
+
+_LOG = logging.getLogger(__name__)
+_STATUS: tuple[tuple[type[Exception], int], ...] = (
+    (SpecError, 422), (CostModelError, 422), (StudyError, 409), (TunerError, 409))
+DESCRIPTION = ("cluster-tuner over HTTP: evaluate fixed specs, run studies in background "
+               "worker processes, read their best plans, trials, framework settings and "
+               "reports. Bodies are specs (shared/SPEC.md) as JSON or YAML.")
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("cluster-tuner")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "0"
+
+
+def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> FastAPI:
+    """The app over `storage` (opened by the caller, so that a bad URL is one line before
+    the server starts); its workers start with the app and stop with it."""
+    runner = Runner(storage, config.storage_url, workers=config.workers,
+                    heartbeat_s=config.heartbeat_s)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        runner.start()
+        try:
+            yield
+        finally:
+            await run_in_threadpool(runner.stop)
+
+    app = FastAPI(title="cluster-tuner", version=_version(), description=DESCRIPTION,
+                  lifespan=lifespan)
+    app.state.service = Service(config=config, storage=storage, runner=runner)
+    guard = [Depends(bearer_guard(config.token))] if config.token else []
+    app.include_router(v1_router(guard))
+    _handle_errors(app)
+    app.add_middleware(Guard, max_body_bytes=config.max_body_bytes)
+    app.openapi = _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _handle_errors(app: FastAPI) -> None:
+    """Every error as {"error": "one line"} with its status (the module's docstring)."""
+    async def library(request: Request, err: Exception) -> Response:
+        status = next(code for kind, code in _STATUS if isinstance(err, kind))
+        return error_response(status, one_line(err))
+
+    for kind, _ in _STATUS:
+        app.add_exception_handler(kind, library)
+
+    @app.exception_handler(RequestError)
+    async def refused(request: Request, err: RequestError) -> Response:
+        return error_response(err.status_code, str(err))
+
+    @app.exception_handler(HTTPException)
+    async def http(request: Request, err: HTTPException) -> Response:
+        return error_response(err.status_code, str(err.detail), dict(err.headers or {}))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, err: RequestValidationError) -> Response:
+        first = err.errors()[0] if err.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return error_response(422, f"{where}: {first.get('msg', 'invalid')}")
+
+
+def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """The generated schema with the spec model (search_spaces.StudySpec) among its
+    components, where the request bodies refer to it."""
+    def build() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = get_openapi(title=app.title, version=app.version,
+                             description=app.description, routes=app.routes)
+        spec = StudySpec.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(spec.pop("$defs", {}))
+        components["StudySpec"] = spec
+        app.openapi_schema = schema
+        return schema
+    return build

@@ -1,0 +1,72 @@
+"""A request body as spec data: JSON (Content-Type */json) or YAML (anything else), one spec
+(a mapping) or a list of them. YAML aliases are refused (a few hundred bytes of nested aliases
+expand to billions of values), and so is a body that is not UTF-8, empty or nested too deeply;
+each refusal is a SpecError naming `request` where the command line names the file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from search_spaces import SpecError
+from search_spaces.messages import from_yaml_error
+
+__all__ = ["REQUEST", "documents", "label"]
+
+REQUEST = "request"
+"""What an error names in place of a spec file."""
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """yaml.safe_load's loader (plain values only) without aliases."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise SpecError("YAML aliases (*name) are not accepted over HTTP; write the "
+                            "values out", file=REQUEST,
+                            field=f"line {mark.line + 1}, column {mark.column + 1}")
+        return super().compose_node(parent, index)
+
+
+def _parse(text: str, content_type: str) -> Any:
+    if "json" in content_type.lower():
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as err:
+            raise SpecError(f"malformed JSON: {err.msg}; fix the syntax, or send YAML with "
+                            "Content-Type: application/yaml", file=REQUEST,
+                            field=f"line {err.lineno}, column {err.colno}") from None
+    try:
+        return yaml.load(text, Loader=_PlainLoader)  # a SafeLoader: plain values only
+    except yaml.YAMLError as err:
+        raise from_yaml_error(err, file=REQUEST) from None
+
+
+def documents(body: bytes, content_type: str, *, max_specs: int) -> tuple[list[Any], bool]:
+    """The specs' data in the body, and whether the body was a list."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError("the body is not UTF-8 text; send the spec as JSON or YAML",
+                        file=REQUEST) from None
+    try:
+        data = _parse(text, content_type)
+    except RecursionError:
+        raise SpecError("the body is nested too deeply to be a spec", file=REQUEST) from None
+    if data is None or data == []:
+        raise SpecError("the body is empty; send a spec (JSON or YAML), or a list of specs",
+                        file=REQUEST)
+    if not isinstance(data, list):
+        return [data], False
+    if len(data) > max_specs:
+        raise SpecError(f"the body lists {len(data)} specs; send at most {max_specs} per "
+                        "request", file=REQUEST)
+    return data, True
+
+
+def label(index: int, many: bool) -> str:
+    """What errors name the spec at `index`: `request`, or `request[2]` in a list."""
+    return f"{REQUEST}[{index}]" if many else REQUEST

@@ -1,0 +1,236 @@
+"""Studies run in the background by worker processes, the same `tuner worker NAME` a person
+starts by hand, each in a session of its own (a signal to the server's terminal does not
+reach it). The storage is the truth: a study launched here carries the user attribute
+`serve` (SERVE_ATTR) = {workers, requested, deadline, processes: [{host, pid, start}]}, so
+that a server started again on the storage picks up what was left:
+
+- workers a crashed server left running (a recorded process alive on this host) are adopted:
+  watched, not started twice;
+- a study whose recorded workers are all gone (a machine crash, a stopped server) and that is
+  not finished gets new workers; its trials left RUNNING are failed and retried by the
+  workers' heartbeat recovery (studies.recovery), so no trial is lost or counted twice;
+- a study past its deadline (search.timeout from its request) is left as it is.
+
+A server stopped with Ctrl-C or SIGTERM stops its workers with SIGTERM: each puts its running
+trial back in the queue and exits; the next server resumes the study."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import optuna
+
+from studies import ENV_VAR, StudyError, load_study, process_gone, process_identity
+
+from .auth import TOKEN_ENV
+from .progress import SERVE_ATTR, finished
+
+__all__ = ["SERVE_ATTR", "Runner"]
+
+WATCH_S = 0.5
+"""Seconds between looks at the worker processes."""
+STOP_WAIT_S = 20.0
+"""Seconds stopped workers get to put their trial back before they are killed."""
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class _Child:
+    """A worker started by this server, its stderr kept in an unnamed file."""
+
+    study: str
+    proc: subprocess.Popen[bytes]
+    log: IO[bytes]
+
+
+@dataclass
+class _Study:
+    """What this server knows of a study's workers: its children, adopted processes (worker
+    records of a previous server) and the last error a worker exited with."""
+
+    children: list[_Child] = field(default_factory=list)
+    adopted: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+def _zombie(pid: int) -> bool:
+    """True for a process that exited and was never reaped (state Z in /proc)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _alive(record: dict[str, Any]) -> bool:
+    return not process_gone(record) and not _zombie(int(record.get("pid", 0)))
+
+
+def _last_line(log: IO[bytes]) -> str:
+    log.seek(0)
+    lines = [line for line in log.read().decode("utf-8", "replace").splitlines() if line]
+    return lines[-1] if lines else ""
+
+
+class Runner:
+    """Worker processes of the studies this server runs (see the module's docstring)."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, url: str, *, workers: int,
+                 heartbeat_s: int) -> None:
+        self.storage = storage
+        self.url = url
+        self.workers = workers
+        self.heartbeat_s = heartbeat_s
+        self._studies: dict[str, _Study] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="serve-watch", daemon=True)
+
+    def start(self) -> None:
+        """Watch the workers, and resume the unfinished studies of the storage (in the
+        background: the server answers meanwhile)."""
+        self._watcher.start()
+        threading.Thread(target=self.resume, name="serve-resume", daemon=True).start()
+
+    def launch(self, study: optuna.Study, *, count: int, deadline: float | None,
+               requested: str | None = None) -> None:
+        """Start `count` workers on `study` and record them in its SERVE_ATTR."""
+        name = study.study_name
+        children = [self._spawn(name, deadline) for _ in range(count)]
+        with self._lock:
+            known = self._studies.setdefault(name, _Study())
+            known.children.extend(children)
+            known.error = None
+            processes = [process_identity(c.proc.pid) for c in known.children
+                         if c.proc.poll() is None] + known.adopted
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        study.set_user_attr(SERVE_ATTR, {
+            "workers": count, "requested": requested or now, "started": now,
+            "deadline": deadline, "processes": processes})
+        _LOG.info("study %s: %d worker process(es) started (pids %s)", name, count,
+                  ", ".join(str(c.proc.pid) for c in children))
+
+    def _spawn(self, name: str, deadline: float | None) -> _Child:
+        """`python -m tuner worker NAME` in a session of its own; the storage URL goes in
+        the environment (never on a command line that `ps` shows), the token not at all."""
+        command = [sys.executable, "-m", "tuner", "worker", name,
+                   "--heartbeat", str(self.heartbeat_s)]
+        if deadline is not None:
+            command += ["--timeout", f"{max(0.0, deadline - time.time()):.1f}"]
+        env = {k: v for k, v in os.environ.items() if k != TOKEN_ENV}
+        env[ENV_VAR] = self.url
+        log = tempfile.TemporaryFile()  # noqa: SIM115 (kept open until the worker exits)
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=log, env=env, start_new_session=True)
+        return _Child(study=name, proc=proc, log=log)
+
+    def live(self, name: str) -> int:
+        """The study's worker processes alive now (started or adopted by this server)."""
+        with self._lock:
+            known = self._studies.get(name)
+            if known is None:
+                return 0
+            return sum(c.proc.poll() is None for c in known.children) \
+                + sum(_alive(r) for r in known.adopted)
+
+    def running(self) -> set[str]:
+        """The studies with a live worker."""
+        with self._lock:
+            names = list(self._studies)
+        return {name for name in names if self.live(name)}
+
+    def error(self, name: str) -> str | None:
+        """The last line of the last worker of the study that failed, if any."""
+        with self._lock:
+            known = self._studies.get(name)
+            return known.error if known is not None else None
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_S):
+            self._reap()
+
+    def _reap(self) -> None:
+        """Collect the workers that exited; a failure is logged and kept for the status."""
+        with self._lock:
+            exited = [(s, c) for s in self._studies.values() for c in s.children
+                      if c.proc.poll() is not None]
+            for known, child in exited:
+                known.children.remove(child)
+                code = child.proc.returncode
+                if code not in (0, 130, -signal.SIGTERM, -signal.SIGKILL):
+                    known.error = f"a worker exited with code {code}: {_last_line(child.log)}"
+                    _LOG.warning("study %s: %s", child.study, known.error)
+                child.log.close()
+            for known in self._studies.values():
+                known.adopted = [r for r in known.adopted if _alive(r)]
+
+    def resume(self) -> None:
+        """Adopt or restart the workers of every unfinished study this server's storage
+        holds with a SERVE_ATTR (see the module's docstring)."""
+        for name in sorted(optuna.study.get_all_study_names(self.storage)):
+            if self._stopping.is_set():
+                return
+            try:
+                self._resume(load_study(self.storage, name))
+            except StudyError as err:
+                _LOG.warning("study %s is not resumed: %s", name, err)
+
+    def _resume(self, study: optuna.Study) -> None:
+        record = study.user_attrs.get(SERVE_ATTR)
+        if not isinstance(record, dict) or finished(study):
+            return
+        name, deadline = study.study_name, record.get("deadline")
+        if deadline is not None and deadline <= time.time():
+            return
+        alive = [r for r in record.get("processes", []) if isinstance(r, dict) and _alive(r)]
+        if alive:
+            with self._lock:
+                self._studies.setdefault(name, _Study()).adopted = alive
+            _LOG.info("study %s: %d running worker(s) adopted", name, len(alive))
+            return
+        _LOG.info("study %s: unfinished and no worker runs it; resuming", name)
+        self.launch(study, count=int(record.get("workers", self.workers)), deadline=deadline,
+                    requested=record.get("requested"))
+
+    def stop(self) -> None:
+        """SIGTERM every worker (each requeues its running trial and exits), SIGKILL those
+        still there after STOP_WAIT_S; the studies stay unfinished for the next server."""
+        self._stopping.set()
+        with self._lock:
+            children = [c for s in self._studies.values() for c in s.children]
+            adopted = [r for s in self._studies.values() for r in s.adopted if _alive(r)]
+        pids = [c.proc.pid for c in children if c.proc.poll() is None]
+        pids += [int(r["pid"]) for r in adopted]
+        for pid in pids:
+            _signal(pid, signal.SIGTERM)
+        if pids:
+            _LOG.info("stopping %d worker process(es); a server started again on this "
+                      "storage resumes their studies", len(pids))
+        deadline = time.monotonic() + STOP_WAIT_S
+        for child in children:
+            try:
+                child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.proc.kill()
+                child.proc.wait()
+        while adopted and time.monotonic() < deadline:
+            adopted = [r for r in adopted if _alive(r)]
+            time.sleep(0.1)
+        for record in adopted:
+            _signal(int(record["pid"]), signal.SIGKILL)
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+        os.kill(pid, signum)

@@ -1,0 +1,165 @@
+"""The API's work as plain functions over the library, as thin as the command line's: the
+routes (tuner.serve.app) read the request and call these in a worker thread; each answer is
+the JSON or text the matching command prints. Errors are the library's (SpecError, ...) or a
+RequestError carrying its HTTP status."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+
+from search_spaces import Space, SpecError, StudySpec, parse_spec
+from studies import (
+    best_results,
+    export_trials,
+    list_studies,
+    load_study,
+    search_settings,
+    target_trials,
+)
+
+from ..engine.auto import count_plans
+from ..engine.evaluation import fixed_result
+from ..engine.search import SearchOptions, prepare_search
+from ..engine.trial_spec import chosen_plan
+from ..export import render
+from ..views.report import build_report
+from ..views.text import to_json
+from .body import REQUEST, documents, label
+from .config import ServeConfig
+from .progress import finished, status
+from .runner import Runner
+
+__all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
+
+STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+"""A study name the API accepts (it is part of the study's URLs)."""
+COUNT_LIMIT = 1_000_000
+"""Counting the plans of a search space sent to /v1/evaluate stops past this many."""
+
+
+class RequestError(Exception):
+    """A request the API refuses, with its HTTP status and one line saying what to do."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+def _spec(data: Any, where: str) -> StudySpec:
+    """The spec of one body document; a calibration profile, a file on the server, is
+    refused (a client could otherwise make the server read any file)."""
+    spec = parse_spec(data, file=where, name=where)
+    if spec.calibration is not None:
+        raise SpecError("a calibration profile is a file on the server, which the HTTP API "
+                        "does not read; leave it out, or use the command line",
+                        file=where, field="calibration")
+    return spec
+
+
+def _fixed(data: Any, where: str) -> StudySpec:
+    """A spec of one plan; a search space is refused with its count of valid plans: it is
+    a study's work (POST /v1/studies), not a request's."""
+    spec = _spec(data, where)
+    if spec.is_fixed:
+        return spec
+    plans, counted_all, _ = count_plans(Space.from_spec(spec), limit=COUNT_LIMIT)
+    size = f"{plans:,}" if counted_all else f"more than {COUNT_LIMIT:,}"
+    raise SpecError(f"this value is a choice, so the spec is a search space ({size} valid "
+                    "plans), which one request does not evaluate; POST it to /v1/studies "
+                    "to search it, or give one value", file=where,
+                    field=spec.choice_fields()[0])
+
+
+def _study_data(body: bytes, content_type: str) -> dict[str, Any]:
+    """The one spec of a study request, with a name fit for a URL."""
+    items, many = documents(body, content_type, max_specs=1)
+    if many:
+        raise SpecError("POST /v1/studies takes one spec (a mapping), not a list",
+                        file=REQUEST)
+    data = items[0]
+    if not isinstance(data, dict):
+        parse_spec(data, file=REQUEST)  # raises: a spec is a mapping
+    name = data.get("name")
+    if not isinstance(name, str) or not STUDY_NAME.fullmatch(name):
+        raise SpecError("a study needs a name of letters, digits, '.', '_' and '-' (at most "
+                        "128 characters), e.g. name: llama3-70b-h100", file=REQUEST,
+                        field="name")
+    return dict(data)
+
+
+@dataclass(frozen=True)
+class Service:
+    """The server's storage (opened once), its worker processes and its settings."""
+
+    config: ServeConfig
+    storage: optuna.storages.BaseStorage
+    runner: Runner
+
+    def evaluate(self, body: bytes, content_type: str) -> str:
+        """`tuner evaluate --json` of the body's specs: an object, or a list for a list."""
+        items, many = documents(body, content_type, max_specs=self.config.max_specs)
+        results = [fixed_result(_fixed(data, label(i, many))).as_dict()
+                   for i, data in enumerate(items)]
+        return to_json(results if many else results[0])
+
+    def create_study(self, body: bytes, content_type: str) -> dict[str, Any]:
+        """Make the study ready (prepare_search: a second at most) and start its workers:
+        one for an exhaustive sweep, `workers` for an Optuna sampler; none when it is
+        finished or has workers already (a study posted again joins them)."""
+        data = _study_data(body, content_type)
+        spec = _spec(data, REQUEST)
+        running = self.runner.running()
+        if spec.name not in running and len(running) >= self.config.max_studies:
+            raise RequestError(429, f"{len(running)} studies are running, the most this "
+                                    "server runs at once (--max-studies); retry later")
+        study = prepare_search(spec, body.decode("utf-8"), self.storage, SearchOptions())
+        settings = search_settings(study)
+        if not finished(study) and not self.runner.live(spec.name):
+            count = 1 if settings["sampler"] == "exhaustive" else self.config.workers
+            timeout = spec.search.timeout
+            self.runner.launch(study, count=count,
+                               deadline=None if timeout is None else time.time() + timeout)
+        return {"study": spec.name, "location": f"/v1/studies/{spec.name}",
+                "sampler": settings.get("sampler"),
+                "requested_sampler": settings.get("requested"),
+                "target": target_trials(study), "workers": self.runner.live(spec.name)}
+
+    def study(self, name: str) -> optuna.Study:
+        """The stored study `name`; a 404 RequestError when there is none."""
+        try:
+            self.storage.get_study_id_from_name(name)
+        except KeyError:
+            raise RequestError(404, f"no study named '{name}'; GET /v1/studies lists the "
+                                    "studies") from None
+        return load_study(self.storage, name)
+
+    def studies(self) -> str:
+        """`tuner studies --json`."""
+        return to_json(list_studies(self.storage))
+
+    def status(self, name: str) -> dict[str, Any]:
+        """The StudyStatus of study `name`."""
+        return status(self.study(name), live=self.runner.live(name),
+                      error=self.runner.error(name))
+
+    def best(self, name: str, *, top: int) -> str:
+        """`tuner best NAME --top K --json`."""
+        results = best_results(self.study(name), top=top)
+        return to_json({"study": name, "best": [r.as_dict() for r in results]})
+
+    def trials(self, name: str) -> str:
+        """`tuner export NAME --json`."""
+        return export_trials(self.study(name), "json")
+
+    def plan(self, name: str, *, fmt: str, trial: int | None) -> str:
+        """`tuner plan NAME [--trial N] --as FMT`."""
+        return render(fmt, chosen_plan(self.study(name), trial))
+
+    def report(self, name: str, *, top: int) -> str:
+        """`tuner report NAME --top K`: the HTML."""
+        return build_report(self.study(name), top=top)
