@@ -101,8 +101,10 @@ def test_a_posted_study_runs_in_the_background_and_reads_back(tmp_path: Path) ->
 
 
 def test_a_small_space_is_swept_and_proven_optimal(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    with serving(tmp_path, url) as server, server.client() as client:
+    """On the default storage, relative to the server's directory: its `studies/` folder must
+    not shadow the `studies` package in the workers (they run `tuner`, not `python -m`)."""
+    with serving(tmp_path, "sqlite:///studies/studies.db") as server, \
+            server.client() as client:
         made = _post(client, _spec("swept", trials=20, sampler="auto"))
         assert (made.sampler, made.requested_sampler, made.workers) == ("exhaustive", "auto", 1)
         done = wait_for(client, "swept")
