@@ -28,9 +28,9 @@ def _refuse_aliases(text: str) -> None:
     for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, yaml.AliasEvent):
             mark = event.start_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             raise SpecError("YAML aliases (*name) are not accepted over HTTP; write the "
-                            "values out", file=REQUEST,
-                            field=f"line {mark.line + 1}, column {mark.column + 1}")
+                            "values out", file=REQUEST, field=where)
 
 
 def _parse(text: str, content_type: str) -> Any:
