@@ -59,6 +59,7 @@ QUICK: dict[str, tuple[list[str], str]] = {
     "benchmarks/sync.py": ([], "textbook checks"),
     "benchmarks/workers.py": (["--trials", "8", "--workers", "1,2", "--sampler", "random"],
                               "trials/s"),
+    "benchmarks/serve_load.py": (["--clients", "2", "--requests", "40"], "requests/s"),
 }
 
 

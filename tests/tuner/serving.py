@@ -86,6 +86,7 @@ def wait_for(client: httpx.Client, name: str, state: str = "done", timeout_s: fl
         status = client.get(f"/v1/studies/{name}").json()
         if status.get("state") == state:
             return dict(status)
+        assert not status.get("error"), f"study {name}: {status}"
         assert time.monotonic() < deadline, f"study {name} not {state}: {status}"
         time.sleep(0.2)
 

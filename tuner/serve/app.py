@@ -9,6 +9,7 @@ else a generic 500."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -69,6 +70,7 @@ def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> Fas
     app = FastAPI(title="cluster-tuner", version=_version(), description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.service = Service(config=config, storage=storage, runner=runner)
+    app.state.evaluations = asyncio.Semaphore(config.evaluations)
     guard = [Depends(bearer_guard(config.token))] if config.token else []
     app.include_router(v1_router(guard))
     _handle_errors(app)

@@ -12,6 +12,7 @@ import yaml
 
 from search_spaces import SpecError
 from search_spaces.messages import from_yaml_error
+from search_spaces.yaml_io import StrictLoader
 
 __all__ = ["REQUEST", "documents", "label"]
 
@@ -19,16 +20,19 @@ REQUEST = "request"
 """What an error names in place of a spec file."""
 
 
-class _PlainLoader(yaml.SafeLoader):
-    """yaml.safe_load's loader (plain values only) without aliases."""
+_LOADER = StrictLoader
+"""The loader of spec files (search_spaces.yaml_io): a key given twice is refused, and a
+malformed body gets the very message the command line gives for the same text."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
+
+def _refuse_aliases(text: str) -> None:
+    """A SpecError at the first alias (`*name`) of the YAML text."""
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.AliasEvent):
+            mark = event.start_mark
+            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             raise SpecError("YAML aliases (*name) are not accepted over HTTP; write the "
-                            "values out", file=REQUEST,
-                            field=f"line {mark.line + 1}, column {mark.column + 1}")
-        return super().compose_node(parent, index)
+                            "values out", file=REQUEST, field=where)
 
 
 def _parse(text: str, content_type: str) -> Any:
@@ -40,7 +44,8 @@ def _parse(text: str, content_type: str) -> Any:
                             "Content-Type: application/yaml", file=REQUEST,
                             field=f"line {err.lineno}, column {err.colno}") from None
     try:
-        return yaml.load(text, Loader=_PlainLoader)  # a SafeLoader: plain values only
+        _refuse_aliases(text)
+        return yaml.load(text, Loader=_LOADER)  # a safe loader: plain values only
     except yaml.YAMLError as err:
         raise from_yaml_error(err, file=REQUEST) from None
 

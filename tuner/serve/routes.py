@@ -90,7 +90,8 @@ def _evaluate_routes(router: APIRouter) -> None:
         back): `tuner evaluate --json`. A search space is refused (422): POST it to
         /v1/studies."""
         body = await request.body()
-        return _json(await _call(service.evaluate, body, _content_type(request)))
+        async with request.app.state.evaluations:  # a few at once (ServeConfig.evaluations)
+            return _json(await _call(service.evaluate, body, _content_type(request)))
 
 
 def _study_routes(router: APIRouter) -> None:

@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import optuna
@@ -43,6 +44,12 @@ WATCH_S = 0.5
 STOP_WAIT_S = 20.0
 """Seconds stopped workers get to put their trial back before they are killed."""
 _LOG = logging.getLogger(__name__)
+_CODE_ROOT = str(Path(__file__).resolve().parents[2])
+_BOOT = (f"import sys; sys.path[0] = {_CODE_ROOT!r}; sys.argv[0] = 'tuner'; "
+         "from tuner.cli import main; main()")
+"""A worker's start: the `tuner` command from the directory this server's code came from,
+not from the working directory, which `python -m` would put first on sys.path (the default
+storage makes a `studies/` folder there, which would shadow the `studies` package)."""
 
 
 @dataclass
@@ -122,9 +129,9 @@ class Runner:
                   ", ".join(str(c.proc.pid) for c in children))
 
     def _spawn(self, name: str, deadline: float | None) -> _Child:
-        """`python -m tuner worker NAME` in a session of its own; the storage URL goes in
-        the environment (never on a command line that `ps` shows), the token not at all."""
-        command = [sys.executable, "-m", "tuner", "worker", name,
+        """`tuner worker NAME` (_BOOT) in a session of its own; the storage URL goes in the
+        environment (never on a command line that `ps` shows), the token not at all."""
+        command = [sys.executable, "-c", _BOOT, "worker", name,
                    "--heartbeat", str(self.heartbeat_s)]
         if deadline is not None:
             command += ["--timeout", f"{max(0.0, deadline - time.time()):.1f}"]
@@ -188,8 +195,8 @@ class Runner:
 
     def _resume(self, study: optuna.Study) -> None:
         record = study.user_attrs.get(SERVE_ATTR)
-        if not isinstance(record, dict) or finished(study):
-            return
+        if not isinstance(record, dict) or finished(study) or self.live(study.study_name):
+            return  # not ours, nothing to run, or posted again meanwhile (running)
         name, deadline = study.study_name, record.get("deadline")
         if deadline is not None and deadline <= time.time():
             return
