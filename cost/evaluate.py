@@ -83,18 +83,6 @@ def _concatenate(parts: list[Any]) -> Any:
                    for f in fields(first)})
 
 
-def _reshape(part: Any, n: int, shape: tuple[int, ...]) -> Any:
-    """A flat report (or breakdown) of `n` plans with every per-plan array in `shape`."""
-    if part is None or (isinstance(part, tuple) and not part):
-        return part
-    if isinstance(part, tuple):
-        return tuple(_reshape(p, n, shape) for p in part)
-    if not is_dataclass(part):
-        return np.reshape(part, shape) if np.size(part) == n and np.ndim(part) == 1 else part
-    kind: Any = type(part)
-    return kind(**{f.name: _reshape(getattr(part, f.name), n, shape) for f in fields(part)})
-
-
 def evaluate_grid(
     workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
     plan: Plan, *, efficiency: Efficiency = DEFAULT_EFFICIENCY,
@@ -104,15 +92,10 @@ def evaluate_grid(
     term of the model is computed once per distinct combination of the knobs it reads and
     broadcast (cost.degrees.grid_degrees): the numbers are those of the flat plans, at a
     fraction of the work. The report's arrays broadcast to the grid's shape. A cluster of
-    several GPU types is evaluated plan by plan (cost.mixed places each plan on its pools) and
-    its report shaped as the grid."""
+    several GPU types has flat grids only (search_spaces.Space.grids: its layouts, no axes),
+    which `evaluate` places plan by plan on its pools (cost.mixed)."""
     if isinstance(cluster, MixedCluster):
-        shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
-        n = int(np.prod(shape))
-        flat = Plan(**{f.name: np.broadcast_to(getattr(plan, f.name), shape).ravel()
-                       for f in fields(plan)})
-        return _reshape(evaluate(workload, cluster, training, flat, efficiency=efficiency),
-                        n, shape)
+        return evaluate(workload, cluster, training, plan, efficiency=efficiency)
     return _report(workload, cluster, training, grid_degrees(cluster, training, plan),
                    efficiency)
 
