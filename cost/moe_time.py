@@ -24,8 +24,15 @@ from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
-from .precision import element_bytes
-from .transformer_time import LayerTimes, StageShape, host_s, layer_times, logits_s
+from .precision import element_bytes, gemm_input_bytes
+from .transformer_time import (
+    _FP8_CAST_BYTES,
+    LayerTimes,
+    StageShape,
+    host_s,
+    layer_times,
+    logits_s,
+)
 from .workload import StageCost
 
 if TYPE_CHECKING:
@@ -97,7 +104,8 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     work = _routed_work_s(model, cluster, training, d, eff, tokens=tokens, act_bytes=act)
     full, selective = d.recompute >= 2, d.recompute >= 1
     forward = base.forward_s + work["forward"]
-    backward = base.backward_s + 2.0 * work["forward"]
+    backward = base.backward_s + 2.0 * (work["forward"] - work["quantise"]) \
+        + work["quantise_backward"]
     redone = work["activation"] + _selective_extra_s(model, cluster, training, d, eff,
                                                      tokens=shape.tokens_per_micro_batch,
                                                      act_bytes=act)
@@ -136,11 +144,14 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
     """Forward seconds of routing on one rank: the router GEMM (tokens x hidden x experts) and
     its fp32 scores; permuting the tokens' top_k copies to their experts and back (read and
     write, each way); the experts' grouped GEMMs (grouped_gemm_s), experts/ep local experts
-    each on its share of the routed copies; and their activation function. `activation` is
-    that last term alone, what selective recompute redoes."""
+    each on its share of the routed copies, at the training format's rate (fp8: the fp8 peak
+    with its longer tiles, cost.kernels.gemm_s `rate_ratio`, and 1-byte inputs); and their
+    activation function. `activation` is that last term alone, what selective recompute
+    redoes; `quantise_backward` the fp8 casts of the backward pass (_expert_fp8_casts_s)."""
     gpu = cluster.gpu
     peak, hbm = gpu.peak_for(training.precision), gpu.hbm_bandwidth_bytes_per_s
     fraction = eff.gemm_fraction_for(gpu)
+    ratio = peak / gpu.peak_for("bf16") if training.precision == "fp8" else 1.0
     h = float(model.hidden)
     router = gemm_s(tokens, h, float(model.experts), peak_flops_per_s=peak,
                     hbm_bytes_per_s=hbm, element_bytes=act_bytes, fraction=fraction, eff=eff)
@@ -158,11 +169,43 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
         k, n = g.per_gpu(d.etp)
         experts = experts + grouped_gemm_s(
             local_experts, per_expert, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
-            element_bytes=act_bytes, fraction=fraction, eff=eff, padded=model.routes)
+            element_bytes=gemm_input_bytes(training.precision), fraction=fraction, eff=eff,
+            padded=model.routes, rate_ratio=ratio)
     activation = np.asarray(memory_bound_s(
         act_bytes * eff.elementwise_passes_ffn * routed * model.expert_ffn_hidden,
         hbm_bytes_per_s=hbm, eff=eff))
-    return {"forward": router + permute + experts + activation, "activation": activation}
+    quantise, quantise_backward = _expert_fp8_casts_s(model, training, d, eff, routed=routed,
+                                                      hbm_bytes_per_s=hbm)
+    return {"forward": router + permute + experts + activation + quantise,
+            "activation": activation, "quantise": quantise,
+            "quantise_backward": quantise_backward}
+
+
+def _expert_fp8_casts_s(model: MoEModelSpec, training: TrainingSpec, d: Degrees,
+                        eff: Efficiency, *, routed: Array, hbm_bytes_per_s: float
+                        ) -> tuple[Array, Array]:
+    """fp8 quantisation of the experts' GEMM operands per MoE layer and micro-batch, as
+    cost.transformer_time quantises a dense MLP's (Transformer Engine's grouped linear layers
+    quantise each expert's input and output gradient, cost.transformer_time._FP8_CAST_BYTES
+    bytes per element): forward, the second GEMM's input (routed x expert_ffn_hidden/etp) and,
+    for routed tokens, the permuted copies entering the first (routed x hidden; the dense
+    layer's terms count the token's own input once); backward, the first GEMM's output
+    gradient (gate x width) and, routed, the copies' gradient entering the second. 0 outside
+    fp8."""
+    if training.precision != "fp8":
+        zero = np.zeros(np.shape(routed))
+        return zero, zero
+    per_element = _FP8_CAST_BYTES.get(eff.fp8_recipe, 0.0)  # an unknown recipe: the dense
+    # layer's casts (cost.transformer_time._fp8_casts_s) refuse it first
+    width = model.expert_ffn_hidden / d.etp
+    gate = 2.0 if model.gated_mlp else 1.0
+    copies = model.hidden * d.etp if model.routes else 0.0
+    forward = routed * (width + copies)
+    backward = routed * (gate * width + copies)
+    return (np.asarray(memory_bound_s(per_element * forward, hbm_bytes_per_s=hbm_bytes_per_s,
+                                      eff=eff)),
+            np.asarray(memory_bound_s(per_element * backward, hbm_bytes_per_s=hbm_bytes_per_s,
+                                      eff=eff)))
 
 
 GROUPED_TILE_ROWS = 128.0
@@ -173,18 +216,20 @@ GROUPED_TILE_ROWS = 128.0
 
 def grouped_gemm_s(groups: Value, m: Value, k: Value, n: Value, *, peak_flops_per_s: float,
                    hbm_bytes_per_s: float, element_bytes: float, fraction: float,
-                   eff: Efficiency, padded: bool = True) -> Array:
+                   eff: Efficiency, padded: bool = True, rate_ratio: float = 1.0) -> Array:
     """`groups` GEMMs of (m x k) @ (k x n), one per local expert, in one grouped kernel
     (Transformer Engine's grouped GEMM, CUTLASS, DeepGEMM): the tiles of every group fill the
     GPU together, so cost.kernels' saturating shape factor sees their rows stacked
     (groups·m), and each group wastes the padding of its last tile; HBM traffic reads every
     group's weights. Roofline: the slower of the two (MegaBlocks, Gale et al. 2023, sec. 5:
     grouped and block-sparse expert kernels run near dense-GEMM throughput). Not `padded`:
-    a single expert is a plain GEMM of the routed tokens."""
+    a single expert is a plain GEMM of the routed tokens. `rate_ratio`: the format's peak over
+    the 16-bit one, lengthening the half-dimension as cost.kernels.gemm_s does."""
     rows = groups * m
     fill = np.where((m > 0) & padded,
                     m / (np.ceil(m / GROUPED_TILE_ROWS) * GROUPED_TILE_ROWS), 1.0)
-    rate = peak_flops_per_s * fraction * gemm_shape_factor(rows, k, n, eff.gemm_half_dim) * fill
+    half_dim = eff.gemm_half_dim * rate_ratio
+    rate = peak_flops_per_s * fraction * gemm_shape_factor(rows, k, n, half_dim) * fill
     compute_s = 2.0 * rows * k * n / np.maximum(rate, 1e-30)
     memory_s = (element_bytes * (rows * k + groups * k * n + rows * n)
                 / (hbm_bytes_per_s * eff.hbm_fraction))

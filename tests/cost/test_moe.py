@@ -111,6 +111,26 @@ def test_expert_parallelism_inside_a_node_never_uses_the_nic() -> None:
             .step.ep_comm_s > evaluate(model, cluster(), training, across).step.ep_comm_s)
 
 
+def test_fp8_expert_casts_by_hand() -> None:
+    # delayed scaling moves 4 bytes per element quantised (read 2, write the fp8 copy and its
+    # transpose); forward: each routed copy's 512-wide second-GEMM input and its 1024-wide
+    # permuted input; backward: the gated first GEMM's 2 x 512 output gradient and the copy's
+    # 1024-wide gradient
+    from cost.moe_time import _expert_fp8_casts_s
+
+    c = cluster()
+    d = degrees(c, TrainingSpec(global_batch=64), Plan(ep=8))
+    hbm = c.gpu.hbm_bandwidth_bytes_per_s * DEFAULT_EFFICIENCY.hbm_fraction
+    forward, backward = _expert_fp8_casts_s(moe(), TrainingSpec(global_batch=64, precision="fp8"),
+                                            d, DEFAULT_EFFICIENCY, routed=np.float64(TOKENS),
+                                            hbm_bytes_per_s=c.gpu.hbm_bandwidth_bytes_per_s)
+    assert float(forward) == pytest.approx(4.0 * TOKENS * (512 + 1024) / hbm)
+    assert float(backward) == pytest.approx(4.0 * TOKENS * (2 * 512 + 1024) / hbm)
+    bf16 = _expert_fp8_casts_s(moe(), TrainingSpec(global_batch=64), d, DEFAULT_EFFICIENCY,
+                               routed=np.float64(TOKENS), hbm_bytes_per_s=1.0)
+    assert float(bf16[0]) == float(bf16[1]) == 0.0
+
+
 def test_memory_per_gpu_falls_as_ep_grows() -> None:
     model, training = moe(), TrainingSpec(global_batch=64)
     eps = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
