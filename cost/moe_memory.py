@@ -28,7 +28,6 @@ from .transformer_memory import (
     _buffers_bytes,
     activation_bytes_per_layer,
     layers_in_flight,
-    mlp_activation_elements,
     stage_parameters,
 )
 from .transformer_time import StageShape
@@ -64,20 +63,26 @@ def _dense_parameters_per_gpu(model: MoEModelSpec, d: Degrees, shape: StageShape
 
 
 def routed_activation_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float,
-                            imbalance: float) -> Array:
+                            input_bytes: float, imbalance: float) -> Array:
     """What one MoE layer stores for the routed copies of one micro-batch's tokens on the
-    busiest rank (bytes): each copy's input to the first expert GEMM (gathered etp ways) and
-    its intermediates (cost.transformer_memory.mlp_activation_elements; selective recompute
-    redoes the activation function, Megatron-Core's `moe_act`, keeping half). The router's
-    probabilities are applied inside the activation function (Megatron-Core's grouped MLP),
-    so the experts' outputs are not kept. Full recompute keeps none."""
+    busiest rank (bytes), tensor by tensor as cost.transformer_memory.mlp_activation_bytes
+    counts a dense MLP: each copy's input to the first expert GEMM (gathered etp ways;
+    `input_bytes`: fp8 runs keep the quantised copy the GEMM read, as Transformer Engine's
+    grouped linear layers do), the first GEMM's output that the activation function reads
+    (act_bytes, twice the width when gated) and the second GEMM's input (input_bytes), which
+    selective recompute of the activation function (Megatron-Core's `moe_act`) drops and
+    rebuilds. The router's probabilities are applied inside the activation function
+    (Megatron-Core's grouped MLP), so the experts' outputs are not kept. Full recompute keeps
+    none."""
     tokens = d.mb * model.seq_len / d.cp / d.tp
     routed = tokens * model.top_k * imbalance
-    intermediates = mlp_activation_elements(model.expert_ffn_hidden, model.gated_mlp)
-    kept = np.where(d.recompute >= 1, 0.5, 1.0) * intermediates
+    f = float(model.expert_ffn_hidden)
+    activation_input = act_bytes * (2.0 if model.gated_mlp else 1.0) * f
+    second_input = np.where(d.recompute >= 1, 0.0, input_bytes * f)
     copied = (d.etp > 1) | model.routes  # a permuted or gathered copy (one expert: the input)
-    per_copy = np.where(copied, 2.0 * model.hidden * d.etp, 0.0) + kept
-    return np.where(d.recompute >= 2, 0.0, act_bytes / 2.0 * routed * per_copy)
+    per_copy = (np.where(copied, input_bytes * model.hidden * d.etp, 0.0) + activation_input
+                + second_input)
+    return np.where(d.recompute >= 2, 0.0, routed * per_copy)
 
 
 def selective_savings_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float) -> Array:
@@ -108,7 +113,8 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
                              "norm_bytes": 4.0 if eff.autocast else None,
                              "projection_copies": style.projection_copies}
     dense = activation_bytes_per_layer(model, d, **sizes)
-    routed = routed_activation_bytes(model, d, act_bytes=act, imbalance=eff.expert_imbalance)
+    routed = routed_activation_bytes(model, d, act_bytes=act, input_bytes=sizes["input_bytes"],
+                                     imbalance=eff.expert_imbalance)
     moe = (activation_bytes_per_layer(model, d, ffn_hidden=model.shared_ffn_hidden, **sizes)
            + routed - selective_savings_bytes(model, d, act_bytes=act))
     per_layer = (n_moe * moe + n_dense * dense) / shape.layers_per_stage
@@ -117,6 +123,7 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     rebuilt = (activation_bytes_per_layer(model, whole, ffn_hidden=model.shared_ffn_hidden,
                                           **sizes)
                + routed_activation_bytes(model, whole, act_bytes=act,
+                                         input_bytes=sizes["input_bytes"],
                                          imbalance=eff.expert_imbalance))
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)

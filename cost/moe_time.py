@@ -25,6 +25,7 @@ from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
 from .precision import element_bytes, gemm_input_bytes
+from .software import kernel_style
 from .transformer_time import (
     _FP8_CAST_BYTES,
     LayerTimes,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
 __all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
-           "grouped_gemm_s", "paired_share", "stage_cost"]
+           "grouped_gemm_s", "paired_share", "stage_cost", "sync_wait_s"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -91,7 +92,7 @@ def dispatch_bytes(model: MoEModelSpec, cluster: ClusterSpec, d: Degrees, *, tok
 
 def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec,
                        d: Degrees, eff: Efficiency, *, shape: StageShape
-                       ) -> tuple[LayerTimes, Array]:
+                       ) -> tuple[LayerTimes, Array, Array]:
     """One MoE layer and micro-batch on one GPU: its LayerTimes (the transformer's layer with
     the shared experts as its MLP, plus router, permutation and experts) and the exposed
     expert-parallel traffic (dispatch and combine all-to-alls forward and backward, again under
@@ -124,7 +125,9 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     window = forward + backward + recompute
     ep_comm = exposed_s(comm, window, slowdown=eff.overlap_slowdown,
                         hideable=eff.ep_overlap * paired_share(d))
-    return replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute), ep_comm
+    wait = sync_wait_s(model, d, eff, device_s=forward) * np.where(full, 2.0, 1.0)
+    return (replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute),
+            ep_comm, wait)
 
 
 def paired_share(d: Degrees) -> Array:
@@ -263,7 +266,7 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     projection and the logits again each, DeepSeek-V3 report sec. 2.2) where that is slower,
     as cost.transformer_time.stage_cost; the layers split as cost.moe_layout says."""
     shape = moe_stage_shape(model, d)
-    moe, ep_comm = expert_layer_times(model, cluster, training, d, eff, shape=shape)
+    moe, ep_comm, wait = expert_layer_times(model, cluster, training, d, eff, shape=shape)
     dense = layer_times(model, cluster, training, d, eff, shape=shape)
     logits = logits_s(model, cluster, training, shape.tokens_per_micro_batch, d, eff)
     mtp = float(model.mtp_layers)
@@ -296,7 +299,8 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         bubble_unit_s=busy(n_moe, n_dense) + ends / d.pp,
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
         ep_comm_s=part(n_moe, n_dense, "ep_comm"), units=n_moe + n_dense,
-        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, eff, n_moe))
+        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, d, eff, n_moe),
+        host_wait_s=n_moe * wait)
 
 
 _ROUTING_KERNELS = 18.0
@@ -304,13 +308,40 @@ _ROUTING_KERNELS = 18.0
 softmax and top-k, the permutation, dispatch, combine and unpermutation forward (6), and
 twice as many backward."""
 
+EXPERT_GEMM_KERNELS = 6.0
+"""GEMMs launched per local expert and micro-batch: the two expert GEMMs forward (fc1, fc2)
+and their data and weight gradients backward. Transformer Engine's GroupedLinear
+(Megatron-Core's TEGroupedMLP) issues one cuBLAS GEMM per expert (general_grouped_gemm)."""
 
-def _routing_host_s(model: MoEModelSpec, eff: Efficiency, moe_layers: Value) -> Array:
-    """Host seconds of the routing kernels of `moe_layers` layers (none with CUDA graphs, and
-    none for a single expert, which routes nothing)."""
+
+def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
+                    moe_layers: Value) -> Array:
+    """Host seconds of the routing kernels and the per-expert GEMMs of `moe_layers` layers
+    (none with CUDA graphs, and none for a single expert, which routes nothing)."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(moe_layers))
-    return np.asarray(moe_layers) * _ROUTING_KERNELS * eff.launch_s
+    kernels = _ROUTING_KERNELS + EXPERT_GEMM_KERNELS * model.experts / d.ep
+    return np.asarray(moe_layers) * kernels * eff.launch_s
+
+
+def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: Array
+                ) -> Array:
+    """Seconds one MoE layer's forward leaves the GPU waiting for the host. Dropless routing
+    reads the token counts per expert on the host before its all-to-all (the splits) and
+    grouped GEMM (the rows per expert): a device-to-host copy that waits for every kernel
+    queued before it, so the host cannot run ahead of the GPU past it (Megatron-Core's
+    MoEAlltoAllTokenDispatcher `cuda_sync_point` 'before_ep_alltoall' when dropless with
+    ep > 1 or several local experts; the static-shape modes, drop-and-pad and the flex
+    dispatchers' worst-case budgets, remove it and are what full CUDA graphs capture). From
+    one sync to the next the layer's forward then takes the longer of launching its kernels
+    (the dense layer's, the routing's, two GEMMs per local expert) and running them
+    (`device_s`): the wait is max(host - device, 0). None with CUDA graphs or one expert."""
+    if eff.cuda_graphs or not model.routes:
+        return np.zeros(np.shape(device_s))
+    style = kernel_style(eff)
+    kernels = (style.forward_kernels + (style.gated_kernels if model.gated_mlp else 0.0)
+               + _ROUTING_KERNELS / 3.0 + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
+    return np.maximum(kernels * eff.launch_s - device_s, 0.0)
 
 
 _PARTS = ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s", "ep_comm")

@@ -59,10 +59,12 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
 def launch_bound_s(stage: StageCost) -> Array:
     """Seconds a micro-batch waits for the host: kernels are launched asynchronously, so the
     GPU idles only where launching them takes longer than running them (small micro-batches,
-    eager frameworks, recompute's extra host work): max(host - device, 0)."""
+    eager frameworks, recompute's extra host work): max(host - device, 0); plus where the host
+    stops to read a result of the GPU (stage.host_wait_s: dropless routing's token counts), the
+    GPU idles until the host launches again."""
     device = (stage.compute_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
               + stage.ep_comm_s)
-    return np.maximum(stage.host_s - device, 0.0)
+    return np.maximum(stage.host_s - device, 0.0) + stage.host_wait_s
 
 
 def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficiency) -> Array:

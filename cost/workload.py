@@ -65,6 +65,7 @@ class StageCost:
     units: Array | float = 1.0  # layers of the stage: ZeRO-3 gathers and scatters each apart
     host_s: Array | float = 0.0  # host time to launch the micro-batch's kernels
     ep_comm_s: Array | float = 0.0  # exposed expert-parallel all-to-alls (mixture of experts)
+    host_wait_s: Array | float = 0.0  # the GPU idle after host synchronisations (dropless MoE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -131,6 +131,38 @@ def test_fp8_expert_casts_by_hand() -> None:
     assert float(bf16[0]) == float(bf16[1]) == 0.0
 
 
+def test_dropless_sync_leaves_the_gpu_waiting_for_the_host() -> None:
+    # fused kernels: 11 of the dense layer, 6 of routing, 2 GEMMs per local expert (16 / 8)
+    from cost.moe_time import sync_wait_s
+
+    d = degrees(cluster(), TrainingSpec(global_batch=64), Plan(ep=8))
+    launch = DEFAULT_EFFICIENCY.launch_s
+    host = (11 + 6 + 2 * 2) * launch
+    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0))) == \
+        pytest.approx(host)
+    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(1.0))) == 0.0
+    graphs = DEFAULT_EFFICIENCY.with_(cuda_graphs=True)
+    assert float(sync_wait_s(moe(), d, graphs, device_s=np.float64(0.0))) == 0.0
+    one = moe(experts=1, top_k=1)
+    assert float(sync_wait_s(one, d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0))) == 0.0
+
+
+def test_routed_activations_by_hand() -> None:
+    # per routed copy: the permuted 1024-wide input, the gated 2 x 512 first-GEMM output
+    # (bf16) and the 512-wide second-GEMM input; fp8 keeps both GEMM inputs in one byte;
+    # selective recompute (moe_act) drops the second GEMM's input
+    from cost.moe_memory import routed_activation_bytes
+
+    copies = 512 * 2  # one micro-batch of 512 tokens, top 2
+    for recompute, second in ((0, 512), (1, 0)):
+        d = degrees(cluster(), TrainingSpec(global_batch=64),
+                    Plan(ep=8, micro_batch=1, recompute=recompute))
+        bf16 = routed_activation_bytes(moe(), d, act_bytes=2.0, input_bytes=2.0, imbalance=1.0)
+        fp8 = routed_activation_bytes(moe(), d, act_bytes=2.0, input_bytes=1.0, imbalance=1.0)
+        assert float(bf16) == pytest.approx(copies * (2 * 1024 + 2 * 2 * 512 + 2 * second))
+        assert float(fp8) == pytest.approx(copies * (1024 + 2 * 2 * 512 + second))
+
+
 def test_memory_per_gpu_falls_as_ep_grows() -> None:
     model, training = moe(), TrainingSpec(global_batch=64)
     eps = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
