@@ -303,10 +303,19 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         host_wait_s=n_moe * wait)
 
 
-_ROUTING_KERNELS = 18.0
-"""Kernels an MoE layer launches beyond a dense one per micro-batch: the router's GEMM, its
-softmax and top-k, the permutation, dispatch, combine and unpermutation forward (6), and
-twice as many backward."""
+ROUTING_FORWARD_KERNELS = 40.0
+"""Kernels (PyTorch ops) an MoE layer's routing launches per micro-batch forward beyond a
+dense layer, counted in Megatron-Core's TopKRouter and MoEAlltoAllTokenDispatcher with the
+fused permutation: the router's GEMM and fp32 cast, top-k and softmax, the auxiliary loss and
+its scaler and logging (about 12), force-balanced logits (2); the dispatcher's preprocess
+(token counts per expert, splits, the all-gather of the counts and their reductions: about
+9) and the device-to-host copies of the splits (4); the permutation, the two all-to-alls
+(tokens and probabilities) and the sort by local expert, dispatch and combine (about 10)."""
+
+ROUTING_BACKWARD_KERNELS = 22.0
+"""The same backward: permutation, all-to-alls, sorts and unpermutation (about 10), the
+router's top-k/softmax, auxiliary loss and GEMM gradients (about 12); the token counts need
+none."""
 
 EXPERT_GEMM_KERNELS = 6.0
 """GEMMs launched per local expert and micro-batch: the two expert GEMMs forward (fc1, fc2)
@@ -320,7 +329,8 @@ def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
     (none with CUDA graphs, and none for a single expert, which routes nothing)."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(moe_layers))
-    kernels = _ROUTING_KERNELS + EXPERT_GEMM_KERNELS * model.experts / d.ep
+    kernels = (ROUTING_FORWARD_KERNELS + ROUTING_BACKWARD_KERNELS
+               + EXPERT_GEMM_KERNELS * model.experts / d.ep)
     return np.asarray(moe_layers) * kernels * eff.launch_s
 
 
@@ -334,13 +344,14 @@ def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: A
     ep > 1 or several local experts; the static-shape modes, drop-and-pad and the flex
     dispatchers' worst-case budgets, remove it and are what full CUDA graphs capture). From
     one sync to the next the layer's forward then takes the longer of launching its kernels
-    (the dense layer's, the routing's, two GEMMs per local expert) and running them
-    (`device_s`): the wait is max(host - device, 0). None with CUDA graphs or one expert."""
+    (the dense layer's, ROUTING_FORWARD_KERNELS, two GEMMs per local expert) and running
+    them (`device_s`): the wait is max(host - device, 0). None with CUDA graphs or one
+    expert."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(device_s))
     style = kernel_style(eff)
     kernels = (style.forward_kernels + (style.gated_kernels if model.gated_mlp else 0.0)
-               + _ROUTING_KERNELS / 3.0 + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
+               + ROUTING_FORWARD_KERNELS + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
     return np.maximum(kernels * eff.launch_s - device_s, 0.0)
 
 
