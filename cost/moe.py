@@ -52,6 +52,8 @@ class MoEModelSpec(ModelSpec):
     dense_layers: int = 0
     moe_layer_freq: int = 1
     mtp_layers: int = 0  # multi-token-prediction modules trained beside the model (DeepSeek-V3)
+    expert_groups: int = 1  # group-limited routing: the experts' groups (DeepSeek-V3's n_group)
+    group_top_k: int = 1  # groups each token's experts are chosen from (topk_group)
 
     kind: ClassVar[str] = "moe"
     knobs: ClassVar[frozenset[str]] = frozenset(PLAN_KNOBS)

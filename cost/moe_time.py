@@ -56,14 +56,45 @@ class DispatchBytes:
     local_bytes: Array
 
 
-def _domain_miss(model: MoEModelSpec, domains: Array) -> Array:
-    """Probability that none of a token's top_k experts (drawn without replacement, uniformly,
-    as force-balanced routing does) lies in one given domain of experts / domains experts."""
-    e, per_domain = float(model.experts), model.experts / domains
-    miss: Array = np.ones(np.shape(domains))
-    for i in range(model.top_k):
-        miss = miss * np.clip((e - per_domain - i) / (e - i), 0.0, 1.0)
+def _draws_miss(pool: float, held: Array, draws: int) -> Array:
+    """Probability that `draws` experts drawn uniformly without replacement from `pool`
+    miss all `held` of them."""
+    miss: Array = np.ones(np.shape(held))
+    for i in range(draws):
+        miss = miss * np.clip((pool - held - i) / (pool - i), 0.0, 1.0)
     return miss
+
+
+def _choose(n: Value, k: int) -> Array:
+    """n choose k for a real array n (the falling factorial over k!)."""
+    out: Array = np.ones(np.shape(n))
+    for i in range(k):
+        out = out * np.maximum(np.asarray(n, dtype=np.float64) - i, 0.0) / (i + 1.0)
+    return out
+
+
+def _domain_miss(model: MoEModelSpec, domains: Array) -> Array:
+    """Probability that none of a token's top_k experts lies in one given domain of
+    experts / domains experts (the EP ranks of one scale-up domain). Force-balanced routing
+    draws them uniformly without replacement; with group-limited routing (expert_groups g,
+    group_top_k m: DeepSeek-V3's node-limited routing, arXiv 2412.19437 sec. 2.1.2, and
+    Megatron-Core's --moe-router-num-groups / --moe-router-group-topk) from the experts of m
+    groups drawn uniformly. A domain holding q = g / domains whole groups is missed when j of
+    them are chosen (hypergeometric) and no expert falls in those j; a domain inside a group
+    when its group is not chosen, or no expert falls in its share of the chosen ones."""
+    e = float(model.experts)
+    g, m, k = float(model.expert_groups), model.group_top_k, model.top_k
+    if g <= 1.0:
+        return _draws_miss(e, e / domains, k)
+    size = e / g
+    pool = m * size
+    q = g / domains
+    whole: Array = np.zeros(np.shape(domains))
+    for j in range(m + 1):
+        chosen = _choose(q, j) * _choose(g - q, m - j) / _choose(np.float64(g), m)
+        whole = whole + chosen * _draws_miss(pool, np.full(np.shape(q), j * size), k)
+    inside = (1.0 - m / g) + m / g * _draws_miss(pool, e / domains, k)
+    return np.where(q >= 1.0, whole, inside)
 
 
 def dispatch_bytes(model: MoEModelSpec, cluster: ClusterSpec, d: Degrees, *, tokens: Value,

@@ -49,7 +49,7 @@ class MLASection(Frozen):
 
 
 _MOE_FIELDS = ("top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_layer_freq",
-               "mtp_layers")
+               "mtp_layers", "expert_groups", "group_top_k")
 
 
 class ModelSection(Frozen):
@@ -79,6 +79,12 @@ class ModelSection(Frozen):
     dense_layers: Whole = 0
     moe_layer_freq: Size = 1
     mtp_layers: Whole = 0
+    expert_groups: Size = 1
+    """Groups the routed experts fall into for group-limited routing (DeepSeek-V3's n_group;
+    Megatron-Core's --moe-router-num-groups); 1: none."""
+    group_top_k: Size = 1
+    """Groups a token's experts are chosen from (DeepSeek-V3's topk_group;
+    --moe-router-group-topk)."""
 
     @field_validator("kind")
     @classmethod
@@ -118,9 +124,24 @@ class ModelSection(Frozen):
         if self.top_k is not None and self.top_k > self.experts:
             raise SpecError(f"top_k={self.top_k} is more than experts={self.experts}; "
                             "choose top_k <= experts", field="top_k")
+        self._groups()
         if self.dense_layers >= self.layers:
             raise SpecError(f"dense_layers={self.dense_layers} leaves no MoE layer of "
                             f"layers={self.layers}; choose fewer", field="dense_layers")
+
+    def _groups(self) -> None:
+        """Group-limited routing: the groups split the experts evenly and hold the top_k."""
+        experts, groups, chosen = self.experts or 1, self.expert_groups, self.group_top_k
+        if experts % groups:
+            raise SpecError(f"expert_groups={groups} does not divide experts={experts}; "
+                            "choose a divisor", field="expert_groups")
+        if chosen > groups:
+            raise SpecError(f"group_top_k={chosen} is more than expert_groups={groups}; "
+                            "choose group_top_k <= expert_groups", field="group_top_k")
+        if groups > 1 and (self.top_k or 1) > chosen * experts // groups:
+            raise SpecError(f"top_k={self.top_k} is more than the {chosen * experts // groups} "
+                            f"experts of group_top_k={chosen} groups; raise group_top_k",
+                            field="group_top_k")
 
     def to_model_spec(self) -> ModelSpec:
         """A ModelSpec, or a MoEModelSpec where `experts` is given."""

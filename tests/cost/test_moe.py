@@ -64,6 +64,18 @@ def test_dispatch_bytes_per_token_across_nodes_by_hand() -> None:
     assert local == pytest.approx(2 * 2048 * 7 / 8)
 
 
+def test_group_limited_routing_crosses_to_fewer_domains() -> None:
+    # 16 experts in 4 groups of 4, each token's 2 experts from 2 groups; ep=16 over two
+    # nodes, each node holding 2 whole groups. The other node is missed when neither of its
+    # groups is chosen (1/6), or one is (4/6) and both experts fall in the other chosen group
+    # (4/8 * 3/7)
+    grouped = moe(expert_groups=4, group_top_k=2)
+    remote, _ = _bytes(grouped, cluster(), dedup=True, ep=16)
+    miss = 1 / 6 + 4 / 6 * (4 / 8) * (3 / 7)
+    assert remote == pytest.approx(2048 * (1 - miss))
+    assert remote < _bytes(moe(), cluster(), dedup=True, ep=16)[0]
+
+
 def test_dispatch_bytes_scale_with_imbalance_and_etp_stride() -> None:
     c = cluster()
     d = degrees(c, TrainingSpec(global_batch=64), Plan(ep=8, etp=2))

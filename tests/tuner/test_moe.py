@@ -95,6 +95,18 @@ def test_expert_fields_need_experts(tmp_path: Path) -> None:
         load_spec(write(tmp_path, data))
 
 
+@pytest.mark.parametrize(("groups", "message"), [
+    ({"expert_groups": 3}, "expert_groups=3 does not divide experts"),
+    ({"expert_groups": 4, "group_top_k": 5}, "group_top_k=5 is more than expert_groups=4"),
+])
+def test_expert_groups_must_split_the_experts(tmp_path: Path, groups: dict,
+                                              message: str) -> None:
+    data = moe_spec("groups")
+    data["model"] = {**data["model"], **groups}
+    with pytest.raises(SpecError, match=message):
+        load_spec(write(tmp_path, data))
+
+
 def test_calibration_fits_moe_runs(tmp_path: Path) -> None:
     true = DEFAULT_EFFICIENCY.with_(gemm_fraction_by_gpu=(("a100-80gb", 0.45),))
     rows = ["spec,measured_step_time_s"]
