@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
 __all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
-           "grouped_gemm_s", "paired_share", "stage_cost", "sync_wait_s"]
+           "grouped_gemm_s", "paired_exposed_s", "paired_share", "stage_cost", "sync_wait_s"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -147,18 +147,34 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     one = all_to_all_s(cluster, remote_bytes=sent.remote_bytes, local_bytes=sent.local_bytes,
                        size=d.ep, fraction=eff.network_fraction,
                        message_s=eff.message_overhead_s)
-    passes = 4.0 + np.where(full, 2.0, 0.0)  # dispatch, combine; forward, backward (+ again)
     etp_link = group_link(cluster, stride=1.0, size=d.etp, fraction=eff.network_fraction)
     gathered = tokens * model.top_k * eff.expert_imbalance * model.hidden * act * d.etp
     etp_comm = all_gather_s(gathered, d.etp, etp_link.bandwidth_bytes_per_s,
                             etp_link.latency_s)
-    comm = passes * (one + etp_comm)
-    window = forward + backward + recompute
-    ep_comm = exposed_s(comm, window, slowdown=eff.overlap_slowdown,
-                        hideable=eff.ep_overlap * paired_share(d))
+    ep_comm = paired_exposed_s(
+        forward_comm_s=2.0 * (one + etp_comm),  # dispatch and combine, forward
+        backward_comm_s=(2.0 + np.where(full, 2.0, 0.0)) * (one + etp_comm),  # (+ redone)
+        forward_s=forward, backward_s=backward + recompute, d=d, eff=eff)
     wait = sync_wait_s(model, d, eff, device_s=forward) * np.where(full, 2.0, 1.0)
     return (replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute),
             ep_comm, wait)
+
+
+def paired_exposed_s(*, forward_comm_s: Array, backward_comm_s: Array, forward_s: Array,
+                     backward_s: Array, d: Degrees, eff: Efficiency) -> Array:
+    """Exposed all-to-all seconds of one MoE layer and micro-batch. The overlap pairs one
+    micro-batch's forward with another's backward, layer by layer (Megatron-Core's
+    --overlap-moe-expert-parallel-comm, DeepSeek-V3's DualPipe, arXiv 2412.19437 sec. 3.2.1:
+    each chunk's communication hides behind the other chunk's computation): the forward
+    pass's dispatch and combine hide behind the paired backward's compute, the backward's
+    (and, under full recompute, the redone forward's) behind the paired forward's, each at
+    most as long as that window (cost.overlap.exposed_s), on the share of chunks that have a
+    partner (paired_share)."""
+    hideable = eff.ep_overlap * paired_share(d)
+    return (exposed_s(forward_comm_s, backward_s, slowdown=eff.overlap_slowdown,
+                      hideable=hideable)
+            + exposed_s(backward_comm_s, forward_s, slowdown=eff.overlap_slowdown,
+                        hideable=hideable))
 
 
 def paired_share(d: Degrees) -> Array:
