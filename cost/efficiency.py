@@ -150,6 +150,11 @@ class Efficiency:
     cuda_graphs: bool = False
     """The host replays captured CUDA graphs: no per-kernel launch cost (Megatron-Core's
     --cuda-graph-impl, MLPerf's full-iteration graphs)."""
+    selective_recompute: str = "attention"
+    """What `recompute: selective` redoes (cost.transformer_memory.op_sac_bytes_per_token):
+    "attention" (Megatron-LM, Korthikanti et al. MLSys'23 sec. 5: the attention core only) or
+    "op" (PyTorch per-op selective activation checkpointing as torchtitan applies it: GEMM and
+    attention outputs kept except every second GEMM's, element-wise work recomputed)."""
     launch_s: float = 33e-6
     """Host seconds per kernel a layer launches (framework dispatch, autograd, launch): the
     GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the

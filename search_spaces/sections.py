@@ -253,6 +253,9 @@ class StackSection(Frozen):
       PyTorch modules) or compiled (torch.compile): kernel launches, element-wise HBM passes
       and saved copies per layer (cost.software);
     - cuda_graphs: the host replays captured CUDA graphs (no per-kernel launch cost);
+    - selective_recompute: what `recompute: selective` redoes: attention (Megatron-LM: the
+      attention core) or op (torchtitan's per-op policy: every second GEMM and the
+      element-wise work, cost.efficiency.Efficiency.selective_recompute);
     - ep_overlap: share of a mixture of experts' token all-to-alls hidden behind another
       micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DualPipe);
     - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
@@ -269,6 +272,7 @@ class StackSection(Frozen):
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
+    selective_recompute: Literal["attention", "op"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None

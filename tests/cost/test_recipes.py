@@ -1,0 +1,65 @@
+"""Unit tests of what training recipes do beyond the plan (issue 12): per-op selective
+activation checkpointing (torchtitan), each against a hand count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cost import DEFAULT_EFFICIENCY, Plan
+from cost.degrees import degrees
+from cost.transformer_memory import activation_bytes_per_layer
+from cost.transformer_time import host_s, layer_times
+from search_spaces import gpu_catalog
+from tests.factories import cluster, gpt, run
+
+H, F, KV = 8192, 28672, 1024  # Llama 3 70B: hidden, ffn, kv heads x head_dim
+
+
+def llama(**overrides: object):  # type: ignore[no-untyped-def]
+    fields = dict(layers=80, hidden=H, heads=64, kv_heads=8, ffn_hidden=F, vocab=128256,
+                  seq_len=8192, gated_mlp=True, dropout=False)
+    return gpt(**{**fields, **overrides})
+
+
+def test_per_op_checkpointing_keeps_the_input_attention_and_half_the_gemm_outputs() -> None:
+    """bf16, no tp: the block input 2h, the attention output 2h, and half of the outputs of
+    Q (h), K and V (kv each), the projection (h), the gated fc1 (2f) and fc2 (h), at 2 bytes:
+    2h + 2h + (3h + 2kv + 2f) per token; Megatron's selective keeps far more."""
+    d = degrees(cluster(8), run(64), Plan(tp=1, pp=1, recompute=1))
+    op = activation_bytes_per_layer(llama(), d, act_bytes=2, input_bytes=2,
+                                    flash_attention=True, selective_policy="op")
+    expected = 2 * H + 2 * H + (3 * H + 2 * KV + 2 * F)
+    assert float(op) / 8192 == pytest.approx(expected)
+    attention = activation_bytes_per_layer(llama(), d, act_bytes=2, input_bytes=2,
+                                           flash_attention=True)
+    assert float(op) < 0.5 * float(attention)
+
+
+def test_per_op_checkpointing_redoes_half_the_gemms_and_the_elementwise_work() -> None:
+    """Selective under the op policy: half of the forward GEMMs plus the element-wise work,
+    between half the forward's GEMM time and the whole forward less the attention core;
+    Megatron's policy with flash attention redoes nothing."""
+    c = cluster(8)
+    d = degrees(c, run(64), Plan(tp=1, pp=1, recompute=1))
+    op = layer_times(llama(), c, run(64), d, DEFAULT_EFFICIENCY.with_(selective_recompute="op"))
+    plain = layer_times(llama(), c, run(64), d, DEFAULT_EFFICIENCY)
+    gemms_and_elementwise = float(op.forward_s - op.attention_forward_s)
+    assert float(plain.recompute_s) == 0.0
+    assert 0.5 * gemms_and_elementwise < float(op.recompute_s) < gemms_and_elementwise
+
+
+def test_per_op_checkpointing_replays_the_forward_on_the_host() -> None:
+    """The checkpoint replays every op of the forward (saved ones return their cached output),
+    so the host work of selective under the op policy equals that of full recompute."""
+    eff = DEFAULT_EFFICIENCY.with_(kernels="eager", launch_s=1e-5, selective_recompute="op")
+    d = degrees(cluster(8), run(64), Plan(tp=8, pp=8, recompute=np.array([1.0, 2.0])))
+    got = host_s(gpt(), d, eff, np.array([12.0, 12.0]))
+    assert got[0] == pytest.approx(12 * (46 + 16 * eff.checkpoint_host_factor) * 1e-5)
+    assert got[0] == pytest.approx(got[1])
+
+
+def test_a_power_limited_h100_sustains_the_cube_root_of_its_power_share() -> None:
+    """h100-96gb-500w: 0.65 x (500 / 700)^(1/3) = 0.581."""
+    limited = gpu_catalog()["h100-96gb-500w"].gemm_fraction
+    assert limited == pytest.approx(0.65 * (500 / 700) ** (1 / 3), abs=5e-4)
