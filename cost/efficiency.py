@@ -155,6 +155,16 @@ class Efficiency:
     "attention" (Megatron-LM, Korthikanti et al. MLSys'23 sec. 5: the attention core only) or
     "op" (PyTorch per-op selective activation checkpointing as torchtitan applies it: GEMM and
     attention outputs kept except every second GEMM's, element-wise work recomputed)."""
+    reshard_after_forward: bool = True
+    """ZeRO-3 / FSDP frees each layer's gathered weights after its forward and gathers them
+    again for its backward, every micro-batch (FSDP's FULL_SHARD, FSDP2's default). False:
+    FSDP's SHARD_GRAD_OP over a step of micro-batches that accumulate their gradients without
+    syncing (FSDP's no_sync): the weights gathered at the first forward stay gathered until
+    the step's last backward and the gradients accumulate unsharded and reduce-scatter once,
+    i.e. the traffic and memory of ZeRO-1 with the optimizer state sharded (PyTorch FSDP
+    docs, ShardingStrategy.SHARD_GRAD_OP and no_sync; the Llama 3 paper, arXiv:2407.21783,
+    sec. 3.3.2 "we do not reshard after forward computation" and sec. 3.3.4 "FP32 gradient
+    accumulation ... over multiple micro-batches")."""
     launch_s: float = 33e-6
     """Host seconds per kernel a layer launches (framework dispatch, autograd, launch): the
     GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost import DEFAULT_EFFICIENCY, Plan
+from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
 from cost.transformer_memory import activation_bytes_per_layer
 from cost.transformer_time import host_s, layer_times
@@ -63,3 +63,17 @@ def test_a_power_limited_h100_sustains_the_cube_root_of_its_power_share() -> Non
     """h100-96gb-500w: 0.65 x (500 / 700)^(1/3) = 0.581."""
     limited = gpu_catalog()["h100-96gb-500w"].gemm_fraction
     assert limited == pytest.approx(0.65 * (500 / 700) ** (1 / 3), abs=5e-4)
+
+
+def test_fsdp_without_resharding_runs_a_step_as_zero_1_does() -> None:
+    """reshard_after_forward false: the weights stay gathered through the step's
+    micro-batches and the accumulated gradients reduce-scatter once, so a zero=3 plan costs
+    what the zero=1 plan costs, in time and in memory; with resharding it costs more."""
+    c, r = cluster(8), run(64)
+    keep = DEFAULT_EFFICIENCY.with_(reshard_after_forward=False)
+    three = evaluate(gpt(), c, r, Plan(tp=1, pp=1, zero=3), efficiency=keep)
+    one = evaluate(gpt(), c, r, Plan(tp=1, pp=1, zero=1), efficiency=DEFAULT_EFFICIENCY)
+    assert float(three.step_time_s) == pytest.approx(float(one.step_time_s))
+    assert float(three.memory.total_bytes) == pytest.approx(float(one.memory.total_bytes))
+    resharded = evaluate(gpt(), c, r, Plan(tp=1, pp=1, zero=3), efficiency=DEFAULT_EFFICIENCY)
+    assert float(resharded.step_time_s) > float(one.step_time_s)
