@@ -155,6 +155,14 @@ class Efficiency:
     "attention" (Megatron-LM, Korthikanti et al. MLSys'23 sec. 5: the attention core only) or
     "op" (PyTorch per-op selective activation checkpointing as torchtitan applies it: GEMM and
     attention outputs kept except every second GEMM's, element-wise work recomputed)."""
+    attention_kernel: str = "fused"
+    """The flash-attention kernel: "fused" (cuDNN's fused attention or FlashAttention-3, what
+    Transformer Engine runs on Hopper and Blackwell: `attention_fraction`) or "flash2"
+    (FlashAttention-2, PyTorch's scaled_dot_product_attention flash backend, which uses none
+    of Hopper's warpgroup MMA or TMA: 35% of an H100's peak where FlashAttention-3 reaches 75%,
+    Shah et al., "FlashAttention-3", 2024, sec. 1; the model scales `attention_fraction` by
+    35/75). The ratio is Hopper's: on Ampere, where FlashAttention-2 is the fast kernel, keep
+    "fused"."""
     reshard_after_forward: bool = True
     """ZeRO-3 / FSDP frees each layer's gathered weights after its forward and gathers them
     again for its backward, every micro-batch (FSDP's FULL_SHARD, FSDP2's default). False:

@@ -209,6 +209,12 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
     return cp_passes * exposed_s(gather, attention_s, slowdown=0.0)
 
 
+_ATTENTION_KERNEL_SHARE = {"fused": 1.0, "flash2": 35.0 / 75.0}
+"""The attention kernel's rate relative to the fused one (cost.efficiency.Efficiency
+.attention_kernel): FlashAttention-2 reaches 35% of an H100's peak, FlashAttention-3 75%
+(Shah et al. 2024, sec. 1)."""
+
+
 def _attention_s(
     model: ModelSpec, d: Degrees, tokens: Array, eff: Efficiency, *, peak_flops_per_s: float,
     hbm_bytes_per_s: float, act_bytes: float,
@@ -219,7 +225,8 @@ def _attention_s(
     of HBM; its backward recomputes QK^T: 2.5 x the forward's matmuls. Unfused attention
     computes all s x s scores and streams them through HBM `softmax_passes` times; backward 2x."""
     core = attention_core_flops(model, tokens, model.seq_len) / d.tp
-    rate = peak_flops_per_s * eff.attention_fraction
+    rate = peak_flops_per_s * eff.attention_fraction * _ATTENTION_KERNEL_SHARE.get(
+        eff.attention_kernel, 1.0)
     if eff.flash_attention:
         forward = 0.5 * core / rate
         return forward, 2.5 * forward

@@ -256,6 +256,9 @@ class StackSection(Frozen):
     - selective_recompute: what `recompute: selective` redoes: attention (Megatron-LM: the
       attention core) or op (torchtitan's per-op policy: every second GEMM and the
       element-wise work, cost.efficiency.Efficiency.selective_recompute);
+    - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
+      or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
+      the fused rate, cost.efficiency.Efficiency.attention_kernel);
     - reshard_after_forward: ZeRO-3/FSDP frees each layer's gathered weights after its forward
       (true, the default) or keeps them gathered through the step's micro-batches, whose
       gradients accumulate before one reduce-scatter (false: FSDP's SHARD_GRAD_OP with
@@ -278,6 +281,7 @@ class StackSection(Frozen):
     cuda_graphs: bool | None = Field(default=None, strict=True)
     selective_recompute: Literal["attention", "op"] | None = None
     reshard_after_forward: bool | None = Field(default=None, strict=True)
+    attention_kernel: Literal["fused", "flash2"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None

@@ -77,3 +77,17 @@ def test_fsdp_without_resharding_runs_a_step_as_zero_1_does() -> None:
     assert float(three.memory.total_bytes) == pytest.approx(float(one.memory.total_bytes))
     resharded = evaluate(gpt(), c, r, Plan(tp=1, pp=1, zero=3), efficiency=DEFAULT_EFFICIENCY)
     assert float(resharded.step_time_s) > float(one.step_time_s)
+
+
+def test_flash_attention_2_runs_the_attention_core_at_35_75ths_of_the_fused_rate() -> None:
+    """attention_kernel flash2: FlashAttention-2 at 35% of an H100's peak where the fused
+    kernel (FlashAttention-3) reaches 75% (Shah et al. 2024): the attention core takes 75/35
+    times as long, the GEMMs no longer."""
+    c = cluster(8)
+    d = degrees(c, run(64), Plan(tp=1, pp=1))
+    fused = layer_times(llama(), c, run(64), d, DEFAULT_EFFICIENCY)
+    fa2 = layer_times(llama(), c, run(64), d, DEFAULT_EFFICIENCY.with_(attention_kernel="flash2"))
+    assert float(fa2.attention_forward_s) == pytest.approx(
+        float(fused.attention_forward_s) * 75 / 35)
+    assert float(fa2.forward_s - fa2.attention_forward_s) == pytest.approx(
+        float(fused.forward_s - fused.attention_forward_s))
