@@ -163,7 +163,7 @@ class Efficiency:
     Shah et al., "FlashAttention-3", 2024, sec. 1; the model scales `attention_fraction` by
     35/75). The ratio is Hopper's: on Ampere, where FlashAttention-2 is the fast kernel, keep
     "fused"."""
-    reshard_after_forward: bool = True
+    reshard_after_forward: bool | str = True
     """ZeRO-3 / FSDP frees each layer's gathered weights after its forward and gathers them
     again for its backward, every micro-batch (FSDP's FULL_SHARD, FSDP2's default). False:
     FSDP's SHARD_GRAD_OP over a step of micro-batches that accumulate their gradients without
@@ -172,7 +172,10 @@ class Efficiency:
     i.e. the traffic and memory of ZeRO-1 with the optimizer state sharded (PyTorch FSDP
     docs, ShardingStrategy.SHARD_GRAD_OP and no_sync; the Llama 3 paper, arXiv:2407.21783,
     sec. 3.3.2 "we do not reshard after forward computation" and sec. 3.3.4 "FP32 gradient
-    accumulation ... over multiple micro-batches")."""
+    accumulation ... over multiple micro-batches"). "unless_pipelined": False where the plan
+    has pipeline stages, True where not (torchtitan's apply_fsdp: "For PP, do not reshard after
+    forward to avoid per-microbatch all-gathers"; torch.distributed.pipelining's stages run
+    every micro-batch but the last without gradient sync or resharding)."""
     launch_s: float = 33e-6
     """Host seconds per kernel a layer launches (framework dispatch, autograd, launch): the
     GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the
@@ -182,6 +185,13 @@ class Efficiency:
     """Host work of recomputing a layer, in multiples of launching its forward kernels once:
     the forward again plus the checkpoint's saved-tensor hooks and autograd re-entry. Fitted
     on the full-recompute micro-batch 1 runs of shared/validation/gpu."""
+    expandable_segments: bool = False
+    """PyTorch's caching allocator maps physical pages into growing segments
+    (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which NeMo's performance scripts and
+    torchtitan's launch script set): a freed block's pages serve any later size, so
+    fragmentation no longer strands memory and tensors can fill what `usable_fraction` keeps
+    back (PyTorch CUDA semantics docs, "Optimizing memory usage with
+    PYTORCH_CUDA_ALLOC_CONF")."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

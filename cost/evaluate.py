@@ -108,10 +108,12 @@ def _evaluate(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, 
 def sharded_grad_op(d: Degrees, eff: Efficiency) -> Degrees:
     """ZeRO-3 without `reshard_after_forward` (cost.efficiency.Efficiency): weights gathered
     once per step and kept, gradients accumulated unsharded and reduce-scattered once, the
-    optimizer state sharded: ZeRO-1's traffic and memory (the plan still reads zero=3)."""
-    if eff.reshard_after_forward:
+    optimizer state sharded: ZeRO-1's traffic and memory (the plan still reads zero=3);
+    "unless_pipelined" does so where the plan has pipeline stages."""
+    if eff.reshard_after_forward is True:
         return d
-    return replace(d, zero=np.where(d.zero >= 3, 1.0, d.zero))
+    kept = d.pp > 1 if eff.reshard_after_forward == "unless_pipelined" else True
+    return replace(d, zero=np.where((d.zero >= 3) & kept, 1.0, d.zero))
 
 
 def _report(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,

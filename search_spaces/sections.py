@@ -256,13 +256,16 @@ class StackSection(Frozen):
     - selective_recompute: what `recompute: selective` redoes: attention (Megatron-LM: the
       attention core) or op (torchtitan's per-op policy: every second GEMM and the
       element-wise work, cost.efficiency.Efficiency.selective_recompute);
+    - expandable_segments: PyTorch's allocator runs with expandable segments (NeMo's
+      performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
     - reshard_after_forward: ZeRO-3/FSDP frees each layer's gathered weights after its forward
       (true, the default) or keeps them gathered through the step's micro-batches, whose
       gradients accumulate before one reduce-scatter (false: FSDP's SHARD_GRAD_OP with
-      no_sync, ZeRO-1's traffic and memory; cost.efficiency.Efficiency.reshard_after_forward);
+      no_sync, ZeRO-1's traffic and memory; unless_pipelined: false where pp > 1, as
+      torchtitan; cost.efficiency.Efficiency.reshard_after_forward);
     - ep_overlap: share of a mixture of experts' token all-to-alls hidden behind another
       micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DualPipe);
     - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
@@ -280,8 +283,10 @@ class StackSection(Frozen):
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
     selective_recompute: Literal["attention", "op"] | None = None
-    reshard_after_forward: bool | None = Field(default=None, strict=True)
+    reshard_after_forward: Annotated[bool, Field(strict=True)] | Literal[
+        "unless_pipelined"] | None = None
     attention_kernel: Literal["fused", "flash2"] | None = None
+    expandable_segments: bool | None = Field(default=None, strict=True)
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None

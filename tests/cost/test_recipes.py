@@ -8,6 +8,7 @@ import pytest
 
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
+from cost.memory import hbm_usable_bytes
 from cost.transformer_memory import activation_bytes_per_layer
 from cost.transformer_time import host_s, layer_times
 from search_spaces import gpu_catalog
@@ -91,3 +92,24 @@ def test_flash_attention_2_runs_the_attention_core_at_35_75ths_of_the_fused_rate
         float(fused.attention_forward_s) * 75 / 35)
     assert float(fa2.forward_s - fa2.attention_forward_s) == pytest.approx(
         float(fused.forward_s - fused.attention_forward_s))
+
+
+def test_expandable_segments_let_tensors_fill_the_usable_hbm() -> None:
+    """(capacity - context - NCCL) x 0.96 without, x 1 with expandable segments."""
+    c = cluster(8)
+    rest = c.gpu.hbm_capacity_bytes - DEFAULT_EFFICIENCY.reserved_bytes \
+        - DEFAULT_EFFICIENCY.nccl_bytes
+    assert float(hbm_usable_bytes(c, DEFAULT_EFFICIENCY)) == pytest.approx(0.96 * rest)
+    expandable = DEFAULT_EFFICIENCY.with_(expandable_segments=True)
+    assert float(hbm_usable_bytes(c, expandable)) == pytest.approx(rest)
+
+
+def test_fsdp_resharding_unless_pipelined_keeps_weights_only_with_stages() -> None:
+    """torchtitan's policy: a pipelined zero=3 plan runs as zero=1, an unpipelined one as
+    zero=3."""
+    c, r = cluster(8), run(64)
+    policy = DEFAULT_EFFICIENCY.with_(reshard_after_forward="unless_pipelined")
+    for pp, as_if in ((1, 3), (4, 1)):
+        got = evaluate(gpt(), c, r, Plan(tp=1, pp=pp, zero=3), efficiency=policy)
+        want = evaluate(gpt(), c, r, Plan(tp=1, pp=pp, zero=as_if), efficiency=DEFAULT_EFFICIENCY)
+        assert float(got.step_time_s) == pytest.approx(float(want.step_time_s))
