@@ -192,6 +192,11 @@ class Efficiency:
     fragmentation no longer strands memory and tensors can fill what `usable_fraction` keeps
     back (PyTorch CUDA semantics docs, "Optimizing memory usage with
     PYTORCH_CUDA_ALLOC_CONF")."""
+    activation_offload_layers: float = 0.0
+    """Layers per stage whose saved activations Megatron-Core moves to host memory after their
+    forward and brings back for their backward (--cpu-offloading-num-layers, set by
+    Megatron-Bridge's Megatron-FSDP recipes on GB200/GB300): their HBM holds only the layer in
+    transit (cost.transformer_memory.offloaded_activation_bytes)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

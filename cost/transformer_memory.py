@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .transformer import ModelSpec
 
 __all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight",
-           "mlp_activation_elements", "op_sac_bytes_per_token", "stage_parameters"]
+           "mlp_activation_elements", "offloaded_activation_bytes", "op_sac_bytes_per_token",
+           "stage_parameters"]
 
 
 def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = None) -> Array:
@@ -133,6 +134,19 @@ def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
     return np.where(d.vs > 1, interleaved, plain)
 
 
+def offloaded_activation_bytes(per_layer: Array, d: Degrees, shape: StageShape,
+                               offloaded_layers: float) -> Array:
+    """Saved activations that activation offloading keeps out of HBM at the stage's peak: of
+    the n = min(offloaded, L/p) offloaded layers of each micro-batch in flight (min(m, p) under
+    1F1B), all but the one in transit (Megatron-Core's cpu_offloading moves one layer's saved
+    tensors at a time, double-buffered: (n - 1) layers each). The transfers, over a Grace
+    C2C link at hundreds of GB/s, hide behind the layers' compute; a PCIe host link would not
+    (not modelled)."""
+    n = np.minimum(offloaded_layers, shape.layers_per_stage)
+    in_flight = np.minimum(d.micro_batches, d.pp)
+    return np.where(n > 0, per_layer * (n - 1.0) * in_flight, 0.0)
+
+
 def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
     """The element sizes and software choices activation_bytes_per_layer takes for a run:
     fp8 GEMM-input copies, autocast's fp32 residual stream, eager PyTorch's extra copy."""
@@ -153,7 +167,8 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     style = kernel_style(eff)
     sizes = activation_sizes(training, eff)
     per_layer = activation_bytes_per_layer(model, d, **sizes)
-    activations = per_layer * layers_in_flight(d, shape)
+    activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
+        per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
                              logits_bytes=style.logits_bytes, sizes=sizes)

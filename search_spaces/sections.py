@@ -258,6 +258,8 @@ class StackSection(Frozen):
       element-wise work, cost.efficiency.Efficiency.selective_recompute);
     - expandable_segments: PyTorch's allocator runs with expandable segments (NeMo's
       performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
+    - activation_offload_layers: layers per stage whose saved activations go to host memory
+      between their forward and backward (Megatron-Core's --cpu-offloading-num-layers);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
@@ -287,6 +289,7 @@ class StackSection(Frozen):
         "unless_pipelined"] | None = None
     attention_kernel: Literal["fused", "flash2"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
+    activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None

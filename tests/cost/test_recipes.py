@@ -9,8 +9,8 @@ import pytest
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
 from cost.memory import hbm_usable_bytes
-from cost.transformer_memory import activation_bytes_per_layer
-from cost.transformer_time import host_s, layer_times
+from cost.transformer_memory import activation_bytes_per_layer, offloaded_activation_bytes
+from cost.transformer_time import host_s, layer_times, stage_shape
 from search_spaces import gpu_catalog
 from tests.factories import cluster, gpt, run
 
@@ -113,3 +113,15 @@ def test_fsdp_resharding_unless_pipelined_keeps_weights_only_with_stages() -> No
         got = evaluate(gpt(), c, r, Plan(tp=1, pp=pp, zero=3), efficiency=policy)
         want = evaluate(gpt(), c, r, Plan(tp=1, pp=pp, zero=as_if), efficiency=DEFAULT_EFFICIENCY)
         assert float(got.step_time_s) == pytest.approx(float(want.step_time_s))
+
+
+def test_offloaded_activations_leave_all_but_the_layer_in_transit() -> None:
+    """20 of 80 layers offloaded, one micro-batch in flight (pp = 1): 19 layers' activations
+    leave HBM; none without offloading; at most the stage's layers."""
+    d = degrees(cluster(8), run(64), Plan(tp=1, pp=1))
+    shape = stage_shape(llama(), d)
+    assert float(offloaded_activation_bytes(np.float64(1e9), d, shape, 20)) == \
+        pytest.approx(19e9)
+    assert float(offloaded_activation_bytes(np.float64(1e9), d, shape, 0)) == 0.0
+    assert float(offloaded_activation_bytes(np.float64(1e9), d, shape, 500)) == \
+        pytest.approx(79e9)
