@@ -197,6 +197,12 @@ class Efficiency:
     forward and brings back for their backward (--cpu-offloading-num-layers, set by
     Megatron-Bridge's Megatron-FSDP recipes on GB200/GB300): their HBM holds only the layer in
     transit (cost.transformer_memory.offloaded_activation_bytes)."""
+    cross_entropy: str = "megatron"
+    """The loss kernel: "megatron" (Megatron-Core's vocabulary-parallel cross-entropy: fp32
+    logits kept for the backward and an fp32 gradient, the kernel style's `logits_bytes`) or
+    "te" (Transformer Engine's parallel_cross_entropy, cross_entropy_fusion_impl="te": it
+    computes the fp32 softmax in registers and writes the gradient into the 16-bit logits in
+    place, so the loss holds only the 2-byte logits)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

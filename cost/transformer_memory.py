@@ -162,7 +162,9 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
               ) -> Footprint:
     """Parameters of the fullest stage, replicated over dp·cp ranks spaced tp apart (sharded by
     ZeRO over the plan's shard group); two layers stay in HBM when weights are offloaded; the
-    activations of the micro-batches in flight, and the buffers (_buffers_bytes)."""
+    activations of the micro-batches in flight less those offloaded to the host, and the
+    buffers (_buffers_bytes; the loss's logits at 2 bytes under Transformer Engine's in-place
+    cross-entropy, `eff.cross_entropy`)."""
     shape = stage_shape(model, d)
     style = kernel_style(eff)
     sizes = activation_sizes(training, eff)
@@ -170,8 +172,9 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
         per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
+    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
-                             logits_bytes=style.logits_bytes, sizes=sizes)
+                             logits_bytes=logits_bytes, sizes=sizes)
     if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward
         buffers = buffers + 2.0 * params
     return Footprint(

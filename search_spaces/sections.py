@@ -260,6 +260,8 @@ class StackSection(Frozen):
       performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
     - activation_offload_layers: layers per stage whose saved activations go to host memory
       between their forward and backward (Megatron-Core's --cpu-offloading-num-layers);
+    - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
+      in-place cross-entropy: only the 16-bit logits stay);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
@@ -290,6 +292,7 @@ class StackSection(Frozen):
     attention_kernel: Literal["fused", "flash2"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
+    cross_entropy: Literal["megatron", "te"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None
