@@ -131,6 +131,12 @@ class Efficiency:
     """What the weights live in on the GPU: "bf16" (16-bit weights, fp32 master copy in the
     optimizer: Megatron), "fp32" (PyTorch autocast: fp32 weights, no master copy), "fp8" (fp8
     primary weights); None: the training precision's (cost.precision.state_bytes)."""
+    master_weights: str = "fp32"
+    """How the optimizer keeps the fp32 master copy of 16-bit weights: "fp32" (4 bytes per
+    parameter: Megatron's distributed optimizer) or "remainders" (only the 16 low bits that the
+    bf16 weight lacks, 2 bytes: Apex DistributedFusedAdam's store_param_remainders, which NeMo 1
+    sets for bf16 models, and Megatron-Core's precision-aware optimizer,
+    OptimizerConfig.store_param_remainders). Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit

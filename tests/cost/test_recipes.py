@@ -9,6 +9,7 @@ import pytest
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
 from cost.memory import hbm_usable_bytes
+from cost.precision import state_bytes
 from cost.transformer_memory import activation_bytes_per_layer, offloaded_activation_bytes
 from cost.transformer_time import host_s, layer_times, stage_shape
 from search_spaces import gpu_catalog
@@ -137,3 +138,12 @@ def test_te_cross_entropy_keeps_only_the_16_bit_logits() -> None:
                   efficiency=DEFAULT_EFFICIENCY.with_(cross_entropy="te"))
     saved = float(megatron.memory.buffers_bytes - te.memory.buffers_bytes)
     assert saved == pytest.approx(6 * 8192 * 128256)
+
+
+def test_master_weight_remainders_take_two_bytes_of_a_bf16_weight() -> None:
+    """Adam's fp32 state: master 4 + moments 8 = 12 bytes; with remainders 2 + 8 = 10; fp8
+    weights keep the fp32 master."""
+    eff = DEFAULT_EFFICIENCY.with_(master_weights="remainders")
+    assert state_bytes("bf16", eff).optimizer == 10.0
+    assert state_bytes("bf16", DEFAULT_EFFICIENCY).optimizer == 12.0
+    assert state_bytes("fp8", eff).optimizer == 12.0
