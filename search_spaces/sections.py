@@ -291,8 +291,7 @@ class StackSection(Frozen):
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
     selective_recompute: Literal["attention", "op"] | None = None
-    reshard_after_forward: Annotated[bool, Field(strict=True)] | Literal[
-        "unless_pipelined"] | None = None
+    reshard_after_forward: Literal[True, False, "unless_pipelined"] | None = None
     attention_kernel: Literal["fused", "flash2"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
