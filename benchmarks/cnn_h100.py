@@ -61,13 +61,15 @@ def launch_bound(run: dict[str, Any], runs: list[dict[str, Any]]) -> bool:
 
 
 def predict(run: dict[str, Any], eff: Efficiency = DEFAULT_EFFICIENCY) -> tuple[float, float]:
-    """(step seconds, peak bytes) of one run on one H100."""
+    """(step seconds, peak bytes) of one run on one H100, with the stack the run declares
+    (`stack.kernels`: eager, or compiled for torch.compile)."""
     cluster = ClusterSpec.of(gpu_catalog()["h100-80gb"], nodes=1, gpus_per_node=1,
                              scale_up_domain_gpus=1)
     training = TrainingSpec(global_batch=run["global_batch"],
                             precision=PRECISION[run["precision"]])
+    stack = eff.with_(kernels="compiled" if run["compiled"] else "eager")
     report = cost_evaluate(networks()[run["model"]], cluster, training,
-                           Plan(micro_batch=run["micro_batch"]), efficiency=eff)
+                           Plan(micro_batch=run["micro_batch"]), efficiency=stack)
     return float(report.step_time_s), float(report.memory.total_bytes)
 
 

@@ -84,16 +84,28 @@ class Efficiency:
     """(GPU name, layers fraction) pairs of a calibration profile; they win over the rest."""
     layers_half_dim: float = 128.0
     """A convolution's implicit-GEMM dimension d (batch x output pixels, output channels,
-    input channels x kernel area) runs at d / (d + layers_half_dim) of the large-shape rate:
-    cuDNN's and CUTLASS's convolution tiles are 64-128 wide (CUTLASS conv2d threadblock
-    128x128x32), half the 256-wide tiles of large transformer GEMMs."""
-    layers_winograd: float = 1.9
+    input channels x kernel area) runs at d / (d + layers_half_dim) of the large-shape rate
+    on tensor cores: cuDNN's and CUTLASS's tensor-core convolution tiles are 64-256 wide with
+    a K step of 32 (CUTLASS generator.py, GenerateSM70_TensorOp_884 and later: threadblocks
+    256x128x32 down to 64x64x32), half the 256-wide tiles of large transformer GEMMs."""
+    layers_half_dim_simt: float = 32.0
+    """The same half dimension where the convolution runs on CUDA cores (SIMT: fp32 on GPUs
+    without TF32 tensor cores, K80/P100/V100): their FMA units need a quarter of the tile a
+    tensor core needs to stay busy, and the SIMT kernels come as narrow as the CIFAR
+    networks' 16-64 channels (CUTLASS generator.py, GenerateSM50_Simt: threadblocks
+    128x128x8, 128x64x8, 64x64x8, 128x32x8, 32x128x8; cuDNN's Maxwell/Pascal kernels
+    `scudnn_128x32`, `scudnn_128x64`, `scudnn_128x128`), so 32 channels lose half the rate,
+    not the five sixths a 128-wide tile would."""
+    layers_winograd: float = 1.08
     """How much faster fp32 convolutions run on GPUs without tensor cores for fp32 (before
-    Ampere's TF32) than their FLOPs at the layers fraction say: cuDNN picks Winograd and FFT
-    algorithms there, which need fewer multiply-adds (Lavin and Gray, CVPR 2016: 2.25x fewer
-    for F(2x2, 3x3)). 1.9 fits V100 FP32 ResNet-50 v1.5 to NVIDIA's DeepLearningExamples
-    (1 GPU, batch 256: 16 GB 367 img/s, -2.5%; 32 GB 356 img/s, +0.5%) with the V100's GEMM
-    fraction."""
+    Ampere's TF32) than their FLOPs at the layers fraction and the SIMT shape discount say:
+    cuDNN picks Winograd and FFT algorithms for 3x3 convolutions there, which need fewer
+    multiply-adds (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR
+    2016: 2.25x fewer for F(2x2, 3x3), 4x for F(4x4, 3x3)) but add the transforms' passes
+    through memory, and a ResNet-50 spends half its FLOPs in 1x1 convolutions no Winograd
+    algorithm takes. 1.08 fits V100 FP32 ResNet-50 v1.5 to NVIDIA's DeepLearningExamples
+    (1 GPU, batch 256: 16 GB 367 img/s, -1.6%; 32 GB 356 img/s, +1.4%) with the V100's GEMM
+    fraction and layers_half_dim_simt."""
     layers_forward_passes: float = 5.0
     """Output-sized HBM passes per layer forward besides the convolution: batch norm in
     training reads its input for the statistics, reads it again and writes the output (cuDNN's

@@ -49,6 +49,7 @@ class GPUSpec:
     spot_price_usd_per_hour: float | None = None
     gemm_fraction: float | None = None  # sustained share of peak in training GEMMs, if known
     layers_fraction: float | None = None  # the same for a layers model's convolutions, if known
+    l2_cache_bytes: float | None = None  # the L2 cache, if cited
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_for(self, precision: str) -> float:

@@ -7,10 +7,12 @@ M = batch x P output pixels (P = F / 2W), N = E / P output channels and K = W / 
 channels x kernel area; a dense layer is the same with P = 1. Its time is the larger of the
 FLOPs at the GPU's layers fraction of peak, discounted per dimension by d / (d + half_dim),
 and the bytes of its input and output through HBM; the backward pass runs the data- and
-weight-gradient GEMMs of the same shape (2x). In fp32 on GPUs without TF32 tensor cores,
-cuDNN's Winograd and FFT convolutions do the same work `layers_winograd` times faster. Batch
-norm and the activation stream the output
-`layers_forward_passes` times forward and `layers_backward_passes` times backward.
+weight-gradient GEMMs of the same shape (2x). In fp32 on GPUs without TF32 tensor cores the
+convolutions run on CUDA cores (SIMT), whose kernels come in narrower tiles
+(`layers_half_dim_simt` instead of `layers_half_dim`: small CIFAR channel counts lose less),
+and cuDNN's Winograd and FFT algorithms do the same work `layers_winograd` times faster.
+Batch norm and the activation stream the output `layers_forward_passes` times forward and
+`layers_backward_passes` times backward.
 
 The host issues each layer's kernels in `layer_overhead_s` (twice that backward) and runs
 ahead of the device; the device runs a layer once it is issued and the last is done, so small
@@ -77,8 +79,9 @@ def device_seconds(shapes: LayerShapes, start: int, stop: int, *, gpu: GPUSpec,
     act = element_bytes(precision)["activation"]
     hbm = gpu.hbm_bandwidth_bytes_per_s * eff.hbm_fraction
     m = b * p
-    half = eff.layers_half_dim
-    winograd = eff.layers_winograd if precision == "fp32" and not gpu.peak_for("bf16") else 1.0
+    simt = precision == "fp32" and not gpu.peak_for("bf16")
+    half = eff.layers_half_dim_simt if simt else eff.layers_half_dim
+    winograd = eff.layers_winograd if simt else 1.0
     rate = (gpu.peak_for(precision) * eff.layers_fraction_for(gpu) * winograd
             * _shape(m, half) * _shape(k, half) * _shape(n, half))
     gemm = np.maximum(2.0 * m * k * n / np.maximum(rate, 1e-30),

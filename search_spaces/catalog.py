@@ -34,6 +34,7 @@ __all__ = [
 _GPU_QUANTITIES = {
     "hbm_capacity": ("hbm_capacity_bytes", "bytes"),
     "hbm_bandwidth": ("hbm_bandwidth_bytes_per_s", "bytes_per_s"),
+    "l2_cache": ("l2_cache_bytes", "bytes"),
     "gpus_per_node": ("gpus_per_node", "count"),
     "scale_up_domain": ("scale_up_domain_gpus", "count"),
     "scale_up_bandwidth": ("scale_up_bandwidth_bytes_per_s", "bytes_per_s"),

@@ -23,8 +23,7 @@ def test_the_cifar_resnet_is_launch_bound_and_resnet_50_is_not() -> None:
 
 
 def test_peak_memory_is_within_ten_percent() -> None:
-    """Eager runs and compiled ResNet-50; torch.compile's CIFAR ResNet-32 at batch 128 keeps
-    40-50 MB of Inductor buffers the model does not count (12% and 18% over): 20%."""
+    """Eager and compiled runs alike, each with the stack it declares (torch.compile's
+    autotuning buffer counted for the compiled ones)."""
     for r in rows(read()):
-        small_compiled = r["file"] == "compiled" and r["model"] == "resnet-32"
-        assert abs(r["memory_error"]) <= (0.20 if small_compiled else 0.10), r
+        assert abs(r["memory_error"]) <= 0.10, r
