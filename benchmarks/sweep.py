@@ -55,17 +55,21 @@ def widen(spec_path: Path, folder: Path, *, pricing: bool, network: bool) -> Pat
     return out
 
 
-def end_to_end(spec: Path, folder: Path, run: int) -> tuple[float, dict[str, Any], float]:
-    """Wall seconds of one `tuner search` process, its JSON, and its peak RSS in MiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def end_to_end(spec: Path, folder: Path, run: int
+               ) -> tuple[float, dict[str, Any], float, float]:
+    """Wall seconds of one `tuner search` process, its JSON, its peak RSS in MiB and its CPU
+    seconds (its forked sweep's included)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = usage.ru_maxrss
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "tuner", "search", str(spec), "--sampler", "exhaustive",
          "--storage", f"sqlite:///{folder / f'run{run}.db'}", "--json"],
         cwd=ROOT, capture_output=True, text=True, check=True, env=ENV)
     seconds = time.perf_counter() - start
-    peak = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024.0
-    return seconds, json.loads(done.stdout), peak
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - usage.ru_utime + after.ru_stime - usage.ru_stime
+    return seconds, json.loads(done.stdout), max(before, after.ru_maxrss) / 1024.0, cpu
 
 
 PHASES = {
@@ -79,35 +83,48 @@ PHASES = {
 }
 
 
-def _fresh(command: list[str]) -> tuple[float, str]:
-    """Wall seconds and stdout of a new process."""
+def _fresh(command: list[str]) -> tuple[float, float, str]:
+    """Wall and CPU seconds (its own and its children's) and stdout of a new process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True,
                           env=ENV)
-    return time.perf_counter() - start, done.stdout
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, done.stdout
 
 
-def phases(spec: Path, folder: Path, repeats: int) -> dict[str, float]:
-    """The least seconds of each phase over `repeats` new processes."""
-    best: dict[str, float] = {}
+def phases(spec: Path, folder: Path, repeats: int) -> dict[str, dict[str, float]]:
+    """The least wall and CPU seconds of each phase over `repeats` new processes."""
+    best: dict[str, dict[str, float]] = {}
+
+    def keep(name: str, wall: float, cpu: float) -> None:
+        old = best.get(name, {"wall_s": 1e9, "cpu_s": 1e9})
+        best[name] = {"wall_s": min(old["wall_s"], wall), "cpu_s": min(old["cpu_s"], cpu)}
+
     for run in range(repeats):
-        best["interpreter"] = min(best.get("interpreter", 1e9),
-                                  _fresh([sys.executable, "-c", "pass"])[0])
+        keep("interpreter", *_fresh([sys.executable, "-c", "pass"])[:2])
         db = folder / f"phases{run}.db"
-        _, out = _fresh([sys.executable, str(ROOT / "benchmarks" / "sweep_phases.py"),
-                         str(spec), str(db)])
+        out = _fresh([sys.executable, str(ROOT / "benchmarks" / "sweep_phases.py"),
+                      str(spec), str(db)])[2]
         for name, seconds in json.loads(out).items():
-            best[name] = min(best.get(name, 1e9), seconds)
+            keep(name, seconds["wall_s"], seconds["cpu_s"])
     return best
 
 
 def _print_phases(report: dict[str, Any]) -> None:
     parts = report["phases"]
-    print("  where the time goes (each phase alone, one after the other, best of the repeats):")
+    print("  where the time goes (each phase alone, one after the other, in a new process; "
+          "best of the repeats):")
+    print("     wall    CPU")
     for name, what in PHASES.items():
-        print(f"    {parts[name]:5.2f} s  {what}")
-    print(f"    {sum(parts.values()):5.2f} s  sum; end to end {report['end_to_end_seconds']:.2f} s "
-          "(the sweep runs in a forked child beside the storage's imports and opening)")
+        print(f"    {parts[name]['wall_s']:5.2f} s {parts[name]['cpu_s']:5.2f} s  {what}")
+    wall = sum(p["wall_s"] for p in parts.values())
+    cpu = sum(p["cpu_s"] for p in parts.values())
+    print(f"    {wall:5.2f} s {cpu:5.2f} s  sum; end to end {report['end_to_end_seconds']:.2f} s "
+          f"wall, {report['end_to_end_cpu_seconds']:.2f} s CPU (the sweep runs in a forked "
+          "child beside the storage's imports and opening)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,12 +142,13 @@ def main(argv: list[str] | None = None) -> int:
         inside = min((sweep(space) for _ in range(args.repeats)), key=lambda s: s.seconds)
         runs = [end_to_end(spec, folder, i) for i in range(args.repeats)]
         parts = phases(spec, folder, args.repeats)
-    seconds, out, _ = min(runs, key=lambda r: r[0])
+    seconds, out, _, _ = min(runs, key=lambda r: r[0])
     report = {
         "plans": out["evaluated"], "clusters": len(list(space.cluster_combinations())),
         "feasible": out["feasible_plans"],
         "sweep_seconds": inside.seconds, "sweep_plans_per_s": inside.evaluated / inside.seconds,
         "end_to_end_seconds": seconds, "end_to_end_plans_per_s": out["evaluated"] / seconds,
+        "end_to_end_cpu_seconds": min(r[3] for r in runs),
         "peak_rss_mib": max(r[2] for r in runs), "optimal": out["optimal"],
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "phases": parts}
