@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 import tuner.engine.forked as forked_module
 from search_spaces import Space, parse_spec
@@ -80,3 +81,17 @@ def test_a_failing_child_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(forked_module, "sweep", broken)
     assert ForkedSweep(_space(), stop=None, progress=False).result() is None
+
+
+def test_an_exhaustive_search_forks_its_sweep_and_says_nothing_on_stderr(tmp_path: Path
+                                                                         ) -> None:
+    """A real process (the fork and Optuna's log level, set once Optuna is imported late):
+    the JSON of the sweep, and no log line of Optuna's on stderr."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(yaml.safe_dump(tiny()), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "tuner", "search", str(spec), "--sampler",
+                           "exhaustive", "--storage", f"sqlite:///{tmp_path / 's.db'}",
+                           "--json"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+    out = json.loads(done.stdout)
+    assert out["optimal"] and out["evaluated"] == sweep(_space()).evaluated
