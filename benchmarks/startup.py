@@ -1,5 +1,6 @@
 """How fast the command line starts: `tuner --help` and `tuner evaluate SPEC` (one fixed spec)
-as new processes, wall seconds from start to exit, and what the interpreter alone and the
+as new processes, wall seconds from start to exit (and CPU seconds, which a shared machine's
+load moves less), and what the interpreter alone and the
 imports every evaluation needs cost on the same machine: numpy, pydantic, PyYAML and click
 imported, then the same with one pydantic model built and validated (`import pydantic` alone
 defers most of pydantic; validating a spec needs it: its schema machinery and its plugin
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,14 +43,18 @@ _HEAVY = ("optuna", "sqlalchemy", "plotly")
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(command: list[str], repeats: int) -> list[float]:
-    out = []
+def timed(command: list[str], repeats: int) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system) of `repeats` new processes."""
+    walls, cpus = [], []
     subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=ENV)  # cache
     for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=ENV)
-        out.append(time.perf_counter() - start)
-    return out
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return walls, cpus
 
 
 def heavy_imports(command: list[str]) -> list[str]:
@@ -66,8 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report: dict[str, dict[str, Any]] = {}
     for name, command in COMMANDS.items():
-        times = timed(command, args.repeats)
-        report[name] = {"min_s": min(times), "median_s": statistics.median(times)}
+        times, cpus = timed(command, args.repeats)
+        report[name] = {"min_s": min(times), "median_s": statistics.median(times),
+                        "min_cpu_s": min(cpus)}
         if name.startswith("tuner"):
             report[name]["heavy_imports"] = heavy_imports(command)
     if args.json:
@@ -77,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         extra = ""
         if "heavy_imports" in r:
             extra = f"; imports {', '.join(r['heavy_imports']) or 'no optuna/sqlalchemy/plotly'}"
-        print(f"{name:<38} min {r['min_s']:.3f} s, median {r['median_s']:.3f} s{extra}")
+        print(f"{name:<38} min {r['min_s']:.3f} s, median {r['median_s']:.3f} s, "
+              f"CPU min {r['min_cpu_s']:.3f} s{extra}")
     return 0
 
 
