@@ -33,7 +33,7 @@ _TAGS = ("<fixed>", "<choice>", "<range>")  # union tags, left out of error path
 class Choice(BaseModel, Generic[T]):
     """One of a list of values (written as a YAML list)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
     options: tuple[T, ...] = Field(alias="values", min_length=1)
 
     @model_validator(mode="after")
@@ -54,7 +54,7 @@ class IntRange(BaseModel):
     """Integers from `min` to `max` (inclusive): every `step`-th, or the powers of two; `log`
     asks the sampler to search on a log scale (it lists the same values)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     min: int = Field(strict=True)
     max: int = Field(strict=True)
     step: int = Field(default=1, strict=True, ge=1)
@@ -112,12 +112,14 @@ def _wrap_list(value: Any) -> Any:
 
 
 def _range_bounds_checker(inner: Any) -> Any:
-    adapter: TypeAdapter[Any] = TypeAdapter(inner)
+    adapters: list[TypeAdapter[Any]] = []  # built on the first range (most specs have none)
 
     def check(value: Any) -> Any:
         if isinstance(value, IntRange):
-            adapter.validate_python(value.min)
-            adapter.validate_python(value.max)
+            if not adapters:
+                adapters.append(TypeAdapter(inner))
+            adapters[0].validate_python(value.min)
+            adapters[0].validate_python(value.max)
         return value
 
     return check

@@ -30,9 +30,11 @@ MAX_GPUS = 1_000_000
 
 
 class Frozen(BaseModel):
-    """Base of every spec model: immutable, unknown keys refused."""
+    """Base of every spec model: immutable, unknown keys refused. Validators are built when a
+    model is first used (`defer_build`), not at import: a command builds those of the
+    sections it reads, once, and `tuner --help` none."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _quantity(kind: str) -> Any:

@@ -19,7 +19,7 @@ import click
 from ..errors import TunerError
 from ..errors import one_line as _one_line
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "optuna_verbosity"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "The cost model on fixed specs: step time, memory, breakdown."),
@@ -112,6 +112,15 @@ def main(debug: bool) -> None:
     """Find the fastest parallel strategy and the right cluster for training large models."""
     logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    if "optuna" in sys.modules:  # the command's module uses it (imported on demand)
+    optuna_verbosity()
+
+
+def optuna_verbosity() -> None:
+    """Optuna's log level by --debug (INFO, else WARNING), once Optuna is imported: by the
+    command's module, or later by a command that imports it when it needs it (call this
+    then)."""
+    if "optuna" in sys.modules:
+        ctx = click.get_current_context(silent=True)
+        debug = bool(ctx is not None and ctx.find_root().params.get("debug"))
         optuna = sys.modules["optuna"]
         optuna.logging.set_verbosity(optuna.logging.INFO if debug else optuna.logging.WARNING)

@@ -6,18 +6,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import optuna
 
-from search_spaces import load_spec
-from studies import best_results, load_study, open_storage, stored_spec
+from search_spaces import Space, StudySpec, load_spec
 
+from ..engine.forked import forked_sweep
 from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signals
+from ..engine.options import SearchOptions, check_objectives
 from ..engine.samplers import SAMPLERS
-from ..engine.search import SearchOptions, continue_study, run_search, summary
-from ..views import studies as studies_view
 from ..views import text as render
 from .options import (
     check_sampler_flags,
@@ -27,7 +25,9 @@ from .options import (
     timeout_option,
     top_option,
 )
-from .paths import storage_for
+
+if TYPE_CHECKING:
+    import optuna
 
 __all__ = ["resume", "run_stoppable", "search"]
 
@@ -52,6 +52,11 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:
+    from studies import best_results, stored_spec
+
+    from ..engine.search import summary
+    from ..views import studies as studies_view
+
     out = summary(study, top=top)
     if as_json:
         click.echo(render.to_json(out))
@@ -113,13 +118,37 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
     check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
                         sweep_inner=sweep_inner)
     started = time.perf_counter()
-    url = storage_for(storage, study=spec.name)
     text = Path(spec_path).read_text(encoding="utf-8")
-    study = run_stoppable(lambda stop: run_search(  # the storage opens beside the sweep
-        spec, text, lambda: open_storage(url, heartbeat_interval_s=heartbeat), _options(
-        as_json, stop, sampler=sampler, trials=trials, seed=seed, timeout=timeout,
-        sweep_inner=sweep_inner)))
+
+    def work(stop: Stop) -> optuna.Study:
+        options = _options(as_json, stop, sampler=sampler, trials=trials, seed=seed,
+                           timeout=timeout, sweep_inner=sweep_inner)
+        return _run(spec, text, storage, heartbeat, options)
+
+    study = run_stoppable(work)
     _report(study, time.perf_counter() - started, as_json, top)
+
+
+def _run(spec: StudySpec, text: str, storage: str | None, heartbeat: int,
+         options: SearchOptions) -> optuna.Study:
+    """Run the search; an exhaustive one starts sweeping in a child process before Optuna
+    and SQLAlchemy are imported and the storage opened here (tuner.engine.forked)."""
+    exhaustive = (options.sampler or spec.search.sampler) == "exhaustive"
+    if exhaustive:
+        check_objectives(spec)
+    with forked_sweep(lambda: Space.from_spec(spec), enabled=exhaustive,
+                      options=options) as forked:
+        from studies import open_storage
+
+        from ..engine.search import run_search
+        from .main import optuna_verbosity
+        from .paths import storage_for
+
+        optuna_verbosity()
+        url = storage_for(storage, study=spec.name)
+        return run_search(  # the storage opens beside the sweep
+            spec, text, lambda: open_storage(url, heartbeat_interval_s=heartbeat), options,
+            forked=forked)
 
 
 @click.command()
@@ -132,6 +161,13 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
 def resume(name: str, timeout: float | None, top: int, storage: str | None, heartbeat: int,
            as_json: bool) -> None:
     """Continue an interrupted study to its trial target (its stored spec)."""
+    from studies import load_study, open_storage
+
+    from ..engine.search import continue_study
+    from .main import optuna_verbosity
+    from .paths import storage_for
+
+    optuna_verbosity()
     started = time.perf_counter()
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
                          create=False)

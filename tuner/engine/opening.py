@@ -1,7 +1,9 @@
 """Opening a study beside the sweep: the storage (Optuna's RDB storage runs its schema
 migrations, which import alembic) and the study (created, or continued after its identity is
 checked) are made in a background thread while the main thread counts, measures and sweeps
-the space, so that a short exhaustive search does not wait for its storage twice."""
+the space, so that a short exhaustive search does not wait for its storage twice. A thread
+overlaps little with a sweep in this process (the interpreter lock); where the command line
+forked the sweep (tuner.engine.forked), the main thread only waits for the child."""
 
 from __future__ import annotations
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-
-import optuna
+from typing import TYPE_CHECKING
 
 from search_spaces import SpecError
+
+if TYPE_CHECKING:
+    import optuna
 
 __all__ = ["SAMPLERS", "make_sampler"]
 
@@ -18,6 +20,8 @@ def make_sampler(name: str, *, seed: int | None, objectives: int) -> optuna.samp
     Gaussian-process BO (needs PyTorch) or random. `exhaustive` sweeps instead of sampling
     (and `auto` resolves to it or to an Optuna sampler, tuner.engine.auto): they get a
     random sampler, which nothing asks."""
+    import optuna  # here, not at import: SAMPLERS is read by commands that start fast
+
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True,
                                           n_startup_trials=10)

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -40,9 +39,12 @@ from studies import (
 
 from .auto import TRIAL_PLANS, AutoChoice, choose
 from .exhaustive import SweepSummary, sweep
+from .forked import ForkedSweep
 from .interrupt import Interrupted, Stop
 from .objective import PlanObjective, swept_knobs
 from .opening import StorageSource, StudyOpening, storage_of
+from .options import SearchOptions
+from .options import check_objectives as _check_objectives
 from .progress import plans_bar
 from .samplers import make_sampler
 from .scoring import DIRECTIONS
@@ -52,36 +54,6 @@ from .warm_start import warm_start_params
 __all__ = ["SearchOptions", "continue_study", "prepare_search", "run_search", "summary"]
 
 _STALLED_PASSES = 20  # passes in a row that complete nothing: the space has no valid plan
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """Command-line overrides of the spec's `search` section, and how to run: `progress`
-    (a bar on the terminal), `stop` (a stop request, signals routed to it by the caller),
-    `notify` (one-line messages for the user), `worker` (an unseeded sampler, so that workers
-    propose different plans)."""
-
-    sampler: str | None = None
-    trials: int | None = None
-    seed: int | None = None
-    timeout: float | None = None
-    progress: bool = False
-    sweep_inner: bool = True
-    stop: Stop | None = None
-    notify: Callable[[str], None] | None = None
-    worker: bool = False
-
-    def say(self, message: str) -> None:
-        if self.notify is not None:
-            self.notify(message)
-
-
-def _check_objectives(spec: StudySpec) -> None:
-    needs_tokens = {"time_to_train", "cost"} & set(spec.objective)
-    needs_tokens |= {c for c in ("max_cost", "max_days") if getattr(spec.constraints, c)}
-    if needs_tokens and not spec.training.tokens:
-        raise SpecError(f"{sorted(needs_tokens)[0]} needs the tokens to train; set "
-                        "training.tokens (e.g. 300e9)", file=spec.file, field="training.tokens")
 
 
 def _settings(space: Space, requested: str, choice: AutoChoice | None, *, seed: int | None,
@@ -101,20 +73,24 @@ def _settings(space: Space, requested: str, choice: AutoChoice | None, *, seed: 
 
 
 def run_search(spec: StudySpec, spec_text: str, storage: StorageSource,
-               options: SearchOptions) -> optuna.Study:
+               options: SearchOptions, *, forked: ForkedSweep | None = None) -> optuna.Study:
     """A new study, or more of the study of the spec's name: an exhaustive sweep (stored
     once), or Optuna trials to the target (`trials` more, or the rest of an unfinished
     target when `trials` is not given). `storage` may be a function that opens it: it is
-    then opened, with the study, beside the sweep (tuner.engine.opening)."""
+    then opened, with the study, beside the sweep (tuner.engine.opening). `forked`: the
+    exhaustive sweep of this spec already running in a child process (tuner.engine.forked),
+    whose summary is used in place of sweeping here."""
     _check_objectives(spec)
-    space = Space.from_spec(spec)
+    space = forked.space if forked is not None else Space.from_spec(spec)
     opening = StudyOpening(lambda: _create(storage, spec, spec_text))
     settings, timeout, choice = _decide(space, options)
     seed = settings["seed"]
     sampler = make_sampler(settings["sampler"], seed=seed, objectives=len(spec.objective))
     if settings["sampler"] == "exhaustive":
         total = choice.plans if choice is not None and choice.counted_all else None
-        result = _sweep(space, options, total=total, skip=opening.settled)
+        result = forked.result(skip=opening.settled) if forked is not None else None
+        if result is None:
+            result = _sweep(space, options, total=total, skip=opening.settled)
         study = opening.study()
         store_search_settings(study, settings)
         _store(study, space, result, options)
