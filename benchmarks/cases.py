@@ -22,7 +22,8 @@ import yaml
 SOURCES = Path(__file__).with_name("sources.yaml")
 PLAN_FIELDS = ("recompute", "sequence_parallel", "zero", "micro_batch", "virtual_stages")
 _STACK_COLUMNS = {"flash_attention": lambda v: v.lower() == "true",
-                  "tp_overlap": float, "fp8_recipe": str, "kernels": str}
+                  "tp_overlap": float, "fp8_recipe": str, "kernels": str,
+                  "activation_offload_layers": int}
 
 
 @functools.cache

@@ -131,6 +131,12 @@ class Efficiency:
     """What the weights live in on the GPU: "bf16" (16-bit weights, fp32 master copy in the
     optimizer: Megatron), "fp32" (PyTorch autocast: fp32 weights, no master copy), "fp8" (fp8
     primary weights); None: the training precision's (cost.precision.state_bytes)."""
+    master_weights: str = "fp32"
+    """How the optimizer keeps the fp32 master copy of 16-bit weights: "fp32" (4 bytes per
+    parameter: Megatron's distributed optimizer) or "remainders" (only the 16 low bits that the
+    bf16 weight lacks, 2 bytes: Apex DistributedFusedAdam's store_param_remainders, which NeMo 1
+    sets for bf16 models, and Megatron-Core's precision-aware optimizer,
+    OptimizerConfig.store_param_remainders). Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit
@@ -150,6 +156,32 @@ class Efficiency:
     cuda_graphs: bool = False
     """The host replays captured CUDA graphs: no per-kernel launch cost (Megatron-Core's
     --cuda-graph-impl, MLPerf's full-iteration graphs)."""
+    selective_recompute: str = "attention"
+    """What `recompute: selective` redoes (cost.transformer_memory.op_sac_bytes_per_token):
+    "attention" (Megatron-LM, Korthikanti et al. MLSys'23 sec. 5: the attention core only) or
+    "op" (PyTorch per-op selective activation checkpointing as torchtitan applies it: GEMM and
+    attention outputs kept except every second GEMM's, element-wise work recomputed)."""
+    attention_kernel: str = "fused"
+    """The flash-attention kernel: "fused" (cuDNN's fused attention or FlashAttention-3, what
+    Transformer Engine runs on Hopper and Blackwell: `attention_fraction`) or "flash2"
+    (FlashAttention-2, PyTorch's scaled_dot_product_attention flash backend, which uses none
+    of Hopper's warpgroup MMA or TMA: 35% of an H100's peak where FlashAttention-3 reaches 75%,
+    Shah et al., "FlashAttention-3", 2024, sec. 1; the model scales `attention_fraction` by
+    35/75). The ratio is Hopper's: on Ampere, where FlashAttention-2 is the fast kernel, keep
+    "fused"."""
+    reshard_after_forward: bool | str = True
+    """ZeRO-3 / FSDP frees each layer's gathered weights after its forward and gathers them
+    again for its backward, every micro-batch (FSDP's FULL_SHARD, FSDP2's default). False:
+    FSDP's SHARD_GRAD_OP over a step of micro-batches that accumulate their gradients without
+    syncing (FSDP's no_sync): the weights gathered at the first forward stay gathered until
+    the step's last backward and the gradients accumulate unsharded and reduce-scatter once,
+    i.e. the traffic and memory of ZeRO-1 with the optimizer state sharded (PyTorch FSDP
+    docs, ShardingStrategy.SHARD_GRAD_OP and no_sync; the Llama 3 paper, arXiv:2407.21783,
+    sec. 3.3.2 "we do not reshard after forward computation" and sec. 3.3.4 "FP32 gradient
+    accumulation ... over multiple micro-batches"). "unless_pipelined": False where the plan
+    has pipeline stages, True where not (torchtitan's apply_fsdp: "For PP, do not reshard after
+    forward to avoid per-microbatch all-gathers"; torch.distributed.pipelining's stages run
+    every micro-batch but the last without gradient sync or resharding)."""
     launch_s: float = 33e-6
     """Host seconds per kernel a layer launches (framework dispatch, autograd, launch): the
     GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the
@@ -159,6 +191,24 @@ class Efficiency:
     """Host work of recomputing a layer, in multiples of launching its forward kernels once:
     the forward again plus the checkpoint's saved-tensor hooks and autograd re-entry. Fitted
     on the full-recompute micro-batch 1 runs of shared/validation/gpu."""
+    expandable_segments: bool = False
+    """PyTorch's caching allocator maps physical pages into growing segments
+    (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which NeMo's performance scripts and
+    torchtitan's launch script set): a freed block's pages serve any later size, so
+    fragmentation no longer strands memory and tensors can fill what `usable_fraction` keeps
+    back (PyTorch CUDA semantics docs, "Optimizing memory usage with
+    PYTORCH_CUDA_ALLOC_CONF")."""
+    activation_offload_layers: float = 0.0
+    """Layers per stage whose saved activations Megatron-Core moves to host memory after their
+    forward and brings back for their backward (--cpu-offloading-num-layers, set by
+    Megatron-Bridge's Megatron-FSDP recipes on GB200/GB300): their HBM holds only the layer in
+    transit (cost.transformer_memory.offloaded_activation_bytes)."""
+    cross_entropy: str = "megatron"
+    """The loss kernel: "megatron" (Megatron-Core's vocabulary-parallel cross-entropy: fp32
+    logits kept for the backward and an fp32 gradient, the kernel style's `logits_bytes`) or
+    "te" (Transformer Engine's parallel_cross_entropy, cross_entropy_fusion_impl="te": it
+    computes the fp32 softmax in registers and writes the gradient into the 16-bit logits in
+    place, so the loss holds only the 2-byte logits)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

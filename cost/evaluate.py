@@ -3,7 +3,7 @@ workload (cost.workload)."""
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -105,13 +105,25 @@ def _evaluate(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, 
     return _report(workload, cluster, training, degrees(cluster, training, plan), eff)
 
 
+def sharded_grad_op(d: Degrees, eff: Efficiency) -> Degrees:
+    """ZeRO-3 without `reshard_after_forward` (cost.efficiency.Efficiency): weights gathered
+    once per step and kept, gradients accumulated unsharded and reduce-scattered once, the
+    optimizer state sharded: ZeRO-1's traffic and memory (the plan still reads zero=3);
+    "unless_pipelined" does so where the plan has pipeline stages."""
+    if eff.reshard_after_forward is True:
+        return d
+    kept = d.pp > 1 if eff.reshard_after_forward == "unless_pipelined" else True
+    return replace(d, zero=np.where((d.zero >= 3) & kept, 1.0, d.zero))
+
+
 def _report(workload: Workload, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
             eff: Efficiency) -> CostReport:
     with np.errstate(divide="ignore", invalid="ignore"):
-        held = workload.footprint(cluster, training, d, eff)
-        step = step_time(workload, cluster, workload.stage_cost(cluster, training, d, eff),
-                         held, d, eff)
-        memory = memory_use(held, d)
+        run = sharded_grad_op(d, eff)
+        held = workload.footprint(cluster, training, run, eff)
+        step = step_time(workload, cluster, workload.stage_cost(cluster, training, run, eff),
+                         held, run, eff)
+        memory = memory_use(held, run)
         units = workload.units_per_step(training)
         usable = np.broadcast_to(hbm_usable_bytes(cluster, eff), d.shape)
         expansion = np.broadcast_to(

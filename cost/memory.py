@@ -19,10 +19,11 @@ __all__ = ["gathered_bytes", "hbm_usable_bytes", "memory_use"]
 def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency, *, gpus: Any = None) -> Array:
     """HBM that tensors can fill: capacity less the CUDA context and (with more than one GPU
     in the job: `gpus`, default the cluster's) NCCL's buffers, times the allocator's
-    fraction."""
+    fraction (all of it with expandable segments, which do not fragment)."""
     gpus = np.asarray(cluster.gpus if gpus is None else gpus, dtype=np.float64)
     nccl = np.where(gpus > 1, eff.nccl_bytes, 0.0)
-    return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes - nccl) * eff.usable_fraction
+    fraction = 1.0 if eff.expandable_segments else eff.usable_fraction
+    return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes - nccl) * fraction
 
 
 def memory_use(held: Footprint, d: Degrees) -> MemoryUse:

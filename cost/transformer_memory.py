@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from .transformer import ModelSpec
 
 __all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight",
-           "mlp_activation_elements", "stage_parameters"]
+           "mlp_activation_elements", "offloaded_activation_bytes", "op_sac_bytes_per_token",
+           "stage_parameters"]
 
 
 def stage_parameters(model: ModelSpec, d: Degrees, shape: StageShape | None = None) -> Array:
@@ -61,6 +62,7 @@ def activation_bytes_per_layer(
     model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool,
     input_bytes: float | None = None, norm_bytes: float | None = None,
     projection_copies: float = 1.0, ffn_hidden: float | None = None,
+    selective_policy: str = "attention",
 ) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes), tensor by
     tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, multi-head latent
@@ -76,7 +78,8 @@ def activation_bytes_per_layer(
     Korthikanti's fp16 GPT layer: 10 + 24/t sbh bytes and 5·a·s/h·sbh of scores. Software
     differs (cost.software): under autocast the residual stream, hence the norm inputs, stays
     fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the attention output
-    (`projection_copies`)."""
+    (`projection_copies`). `selective_policy` "op": selective recompute keeps what
+    op_sac_bytes_per_token says instead."""
     h = model.hidden
     f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
     shape = attention_shape(model)
@@ -95,9 +98,29 @@ def activation_bytes_per_layer(
     per_score = a + (_MASK_BYTES + a if model.dropout else 0.0)
     scores = 0.0 if flash_attention else per_score * d.mb * model.heads * (s / d.cp) * s / d.tp
     selective = replicated + sharded
+    if selective_policy == "op":
+        selective = tokens * op_sac_bytes_per_token(model, d, act_bytes=a, input_bytes=norm,
+                                                    ffn_hidden=f)
     full = a * tokens * h / d.shard
     return np.where(d.recompute >= 2, full,
                     np.where(d.recompute >= 1, selective, selective + scores))
+
+
+def op_sac_bytes_per_token(model: ModelSpec, d: Degrees, *, act_bytes: float,
+                           input_bytes: float, ffn_hidden: float) -> Array:
+    """Bytes per token one layer keeps under PyTorch's per-op selective activation
+    checkpointing as torchtitan applies it (torchtitan/models/llama3 parallelize: _save_list
+    of aten.mm, the flash/efficient SDPA ops and reduce_scatter; a policy that saves every op
+    of that list except every second mm and recomputes everything else): the block's input
+    (`input_bytes`, sharded with sequence parallelism), the attention output (its log-sum-exp
+    is negligible), and half the GEMM outputs: Q, K, V, the projection's, the MLP's first
+    (both halves when gated) and second GEMMs' (the parity of the mm count alternates, so on
+    average every GEMM output is kept half the time)."""
+    shape = attention_shape(model)
+    h = model.hidden
+    first = (2.0 if model.gated_mlp else 1.0) * ffn_hidden
+    outputs = shape.q_width + shape.k_width + shape.v_width + h + first + h
+    return input_bytes * h / d.shard + act_bytes * (shape.out_width + 0.5 * outputs) / d.tp
 
 
 def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
@@ -111,6 +134,19 @@ def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
     return np.where(d.vs > 1, interleaved, plain)
 
 
+def offloaded_activation_bytes(per_layer: Array, d: Degrees, shape: StageShape,
+                               offloaded_layers: float) -> Array:
+    """Saved activations that activation offloading keeps out of HBM at the stage's peak: of
+    the n = min(offloaded, L/p) offloaded layers of each micro-batch in flight (min(m, p) under
+    1F1B), all but the one in transit (Megatron-Core's cpu_offloading moves one layer's saved
+    tensors at a time, double-buffered: (n - 1) layers each). The transfers, over a Grace
+    C2C link at hundreds of GB/s, hide behind the layers' compute; a PCIe host link would not
+    (not modelled)."""
+    n = np.minimum(offloaded_layers, shape.layers_per_stage)
+    in_flight = np.minimum(d.micro_batches, d.pp)
+    return np.where(n > 0, per_layer * (n - 1.0) * in_flight, 0.0)
+
+
 def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
     """The element sizes and software choices activation_bytes_per_layer takes for a run:
     fp8 GEMM-input copies, autocast's fp32 residual stream, eager PyTorch's extra copy."""
@@ -118,22 +154,27 @@ def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
             "input_bytes": gemm_input_bytes(training.precision),
             "flash_attention": eff.flash_attention,
             "norm_bytes": 4.0 if eff.autocast else None,
-            "projection_copies": kernel_style(eff).projection_copies}
+            "projection_copies": kernel_style(eff).projection_copies,
+            "selective_policy": eff.selective_recompute}
 
 
 def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
               ) -> Footprint:
     """Parameters of the fullest stage, replicated over dp·cp ranks spaced tp apart (sharded by
     ZeRO over the plan's shard group); two layers stay in HBM when weights are offloaded; the
-    activations of the micro-batches in flight, and the buffers (_buffers_bytes)."""
+    activations of the micro-batches in flight less those offloaded to the host, and the
+    buffers (_buffers_bytes; the loss's logits at 2 bytes under Transformer Engine's in-place
+    cross-entropy, `eff.cross_entropy`)."""
     shape = stage_shape(model, d)
     style = kernel_style(eff)
     sizes = activation_sizes(training, eff)
     per_layer = activation_bytes_per_layer(model, d, **sizes)
-    activations = per_layer * layers_in_flight(d, shape)
+    activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
+        per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
+    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
-                             logits_bytes=style.logits_bytes, sizes=sizes)
+                             logits_bytes=logits_bytes, sizes=sizes)
     if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward
         buffers = buffers + 2.0 * params
     return Footprint(

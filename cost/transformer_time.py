@@ -98,6 +98,8 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     backward = (2.0 * (gemms + elementwise) + attention_backward + cast_backward
                 + quantise_backward)
     selective = 0.0 if eff.flash_attention else attention  # flash already recomputes scores
+    if eff.selective_recompute == "op":  # every second GEMM and the element-wise work
+        selective = 0.5 * (gemms + quantise_forward + cast_forward) + elementwise
     recompute = np.where(d.recompute >= 2, forward, np.where(d.recompute >= 1, selective, 0.0))
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
                       recompute_s=recompute,
@@ -156,15 +158,19 @@ def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: A
 
 def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Array:
     """Host seconds to launch one micro-batch of `layers` layers: forward and backward kernels
-    (cost.software), and under full recompute the forward again with the checkpoint's own
-    host work (`checkpoint_host_factor`), each at `launch_s`; none with CUDA graphs."""
+    (cost.software), and under full recompute (and per-op selective checkpointing, which
+    replays the forward and skips the kernels of saved ops) the forward again with the
+    checkpoint's own host work (`checkpoint_host_factor`), each at `launch_s`; none with CUDA
+    graphs."""
     if eff.cuda_graphs:
         return np.zeros(np.shape(layers))
     style = kernel_style(eff)
     gated = style.gated_kernels if model.gated_mlp else 0.0
     forward = style.forward_kernels + gated
     backward = style.backward_kernels + 2.0 * gated
-    recompute = np.where(d.recompute >= 2, forward * eff.checkpoint_host_factor, 0.0)
+    # per-op selective checkpointing replays the whole forward on the host too
+    replayed = d.recompute >= (1 if eff.selective_recompute == "op" else 2)
+    recompute = np.where(replayed, forward * eff.checkpoint_host_factor, 0.0)
     return layers * (forward + backward + recompute) * eff.launch_s
 
 
@@ -203,6 +209,12 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
     return cp_passes * exposed_s(gather, attention_s, slowdown=0.0)
 
 
+_ATTENTION_KERNEL_SHARE = {"fused": 1.0, "flash2": 35.0 / 75.0}
+"""The attention kernel's rate relative to the fused one (cost.efficiency.Efficiency
+.attention_kernel): FlashAttention-2 reaches 35% of an H100's peak, FlashAttention-3 75%
+(Shah et al. 2024, sec. 1)."""
+
+
 def _attention_s(
     model: ModelSpec, d: Degrees, tokens: Array, eff: Efficiency, *, peak_flops_per_s: float,
     hbm_bytes_per_s: float, act_bytes: float,
@@ -213,7 +225,8 @@ def _attention_s(
     of HBM; its backward recomputes QK^T: 2.5 x the forward's matmuls. Unfused attention
     computes all s x s scores and streams them through HBM `softmax_passes` times; backward 2x."""
     core = attention_core_flops(model, tokens, model.seq_len) / d.tp
-    rate = peak_flops_per_s * eff.attention_fraction
+    rate = peak_flops_per_s * eff.attention_fraction * _ATTENTION_KERNEL_SHARE.get(
+        eff.attention_kernel, 1.0)
     if eff.flash_attention:
         forward = 0.5 * core / rate
         return forward, 2.5 * forward

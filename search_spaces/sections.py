@@ -268,12 +268,32 @@ class StackSection(Frozen):
       fp32 (PyTorch autocast, FSDP2's fp32 sharded parameters), fp8 (fp8 primary weights);
     - autocast: 16-bit compute by torch.autocast over fp32 weights (plain PyTorch AMP);
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
+    - master_weights: fp32 (the optimizer's 4-byte master copy) or remainders (the 16 low bits
+      a bf16 weight lacks: Apex's store_param_remainders, Megatron-Core's precision-aware
+      optimizer);
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
       PyTorch modules) or compiled (torch.compile): kernel launches, element-wise HBM passes
       and saved copies per layer (cost.software);
     - cuda_graphs: the host replays captured CUDA graphs (no per-kernel launch cost);
+    - selective_recompute: what `recompute: selective` redoes: attention (Megatron-LM: the
+      attention core) or op (torchtitan's per-op policy: every second GEMM and the
+      element-wise work, cost.efficiency.Efficiency.selective_recompute);
+    - expandable_segments: PyTorch's allocator runs with expandable segments (NeMo's
+      performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
+    - activation_offload_layers: layers per stage whose saved activations go to host memory
+      between their forward and backward (Megatron-Core's --cpu-offloading-num-layers);
+    - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
+      in-place cross-entropy: only the 16-bit logits stay);
+    - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
+      or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
+      the fused rate, cost.efficiency.Efficiency.attention_kernel);
+    - reshard_after_forward: ZeRO-3/FSDP frees each layer's gathered weights after its forward
+      (true, the default) or keeps them gathered through the step's micro-batches, whose
+      gradients accumulate before one reduce-scatter (false: FSDP's SHARD_GRAD_OP with
+      no_sync, ZeRO-1's traffic and memory; unless_pipelined: false where pp > 1, as
+      torchtitan; cost.efficiency.Efficiency.reshard_after_forward);
     - ep_overlap: share of a mixture of experts' token all-to-alls hidden behind another
       micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DualPipe);
     - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
@@ -287,9 +307,16 @@ class StackSection(Frozen):
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
+    master_weights: Literal["fp32", "remainders"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
+    selective_recompute: Literal["attention", "op"] | None = None
+    reshard_after_forward: Literal[True, False, "unless_pipelined"] | None = None
+    attention_kernel: Literal["fused", "flash2"] | None = None
+    expandable_segments: bool | None = Field(default=None, strict=True)
+    activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
+    cross_entropy: Literal["megatron", "te"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None

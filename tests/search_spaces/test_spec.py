@@ -191,6 +191,12 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
     ("flash attention as a string", _spec(stack={"flash_attention": "no"}),
      "stack.flash_attention", "boolean"),
     ("unknown stack field", _spec(stack={"flash": False}), "stack.flash", "known fields"),
+    ("resharding sometimes", _spec(stack={"reshard_after_forward": "sometimes"}),
+     "stack.reshard_after_forward", "unless_pipelined"),
+    ("an unknown selective policy", _spec(stack={"selective_recompute": "full"}),
+     "stack.selective_recompute", "'attention' or 'op'"),
+    ("negative offload", _spec(stack={"activation_offload_layers": -1}),
+     "stack.activation_offload_layers", "greater than or equal to 0"),
 ]
 
 
