@@ -28,6 +28,7 @@ from .transformer_memory import (
     _buffers_bytes,
     activation_bytes_per_layer,
     layers_in_flight,
+    offloaded_activation_bytes,
     stage_parameters,
 )
 from .transformer_time import StageShape
@@ -118,7 +119,8 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     moe = (activation_bytes_per_layer(model, d, ffn_hidden=model.shared_ffn_hidden, **sizes)
            + routed - selective_savings_bytes(model, d, act_bytes=act))
     per_layer = (n_moe * moe + n_dense * dense) / shape.layers_per_stage
-    activations = per_layer * layers_in_flight(d, shape)
+    activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
+        per_layer, d, shape, eff.activation_offload_layers)
     whole = replace(d, recompute=0.0 * d.recompute)
     rebuilt = (activation_bytes_per_layer(model, whole, ffn_hidden=model.shared_ffn_hidden,
                                           **sizes)
@@ -128,6 +130,7 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
     experts = expert_parameters_per_gpu(model, d, n_moe)
+    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
     shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
                                                    model.gated_mlp)
     one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
@@ -140,5 +143,5 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
         resident_params=2.0 * one_layer,
         activations_bytes=activations,
         buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
-                                     first_stage=activations, logits_bytes=style.logits_bytes,
+                                     first_stage=activations, logits_bytes=logits_bytes,
                                      sizes=sizes, rebuilt=rebuilt) + dispatch)

@@ -94,14 +94,23 @@ def _dense_pair() -> tuple[Any, MoEModelSpec]:
     return dense, single
 
 
+STACKS = [{}, {"cross_entropy": "te", "activation_offload_layers": 1},
+          {"activation_offload_layers": 3, "reshard_after_forward": False}]
+
+
+@pytest.mark.parametrize("stack", STACKS)
 @pytest.mark.parametrize("recompute", [0, 2])
-def test_one_expert_top_1_is_the_dense_model(recompute: int) -> None:
+def test_one_expert_top_1_is_the_dense_model(recompute: int, stack: dict[str, Any]) -> None:
+    """Also under the stack's memory mechanisms (cross-entropy, offloaded activations,
+    FSDP resharding), which the MoE footprint takes as the transformer's."""
     dense, single = _dense_pair()
     c = cluster(nodes=1)
     training = TrainingSpec(global_batch=32)
     plan = Plan(tp=1, pp=8, dp=1, micro_batch=np.array([1.0, 2.0, 4.0]), recompute=recompute,
                 virtual_stages=np.array([1.0, 1.0, 1.0]))
-    a, b = evaluate(dense, c, training, plan), evaluate(single, c, training, plan)
+    eff = DEFAULT_EFFICIENCY.with_(**stack)
+    a = evaluate(dense, c, training, plan, efficiency=eff)
+    b = evaluate(single, c, training, plan, efficiency=eff)
     for name, x in a.step.as_dict(0).items():
         assert b.step.as_dict(0)[name] == pytest.approx(x, rel=1e-9, abs=1e-12), name
     np.testing.assert_allclose(b.step_time_s, a.step_time_s, rtol=1e-9)
