@@ -284,6 +284,9 @@ class StackSection(Frozen):
       performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
     - activation_offload_layers: layers per stage whose saved activations go to host memory
       between their forward and backward (Megatron-Core's --cpu-offloading-num-layers);
+    - offload_modules: what fine-grained activation offloading moves to the host between a
+      layer's forward and backward (Megatron-Core's --offload-modules): expert_fc1 (the routed
+      tokens' input to the first expert GEMM), moe_act (the activation function's input);
     - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
       in-place cross-entropy: only the 16-bit logits stay);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
@@ -316,6 +319,7 @@ class StackSection(Frozen):
     attention_kernel: Literal["fused", "flash2"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
+    offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None
     cross_entropy: Literal["megatron", "te"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
