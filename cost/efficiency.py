@@ -136,7 +136,9 @@ class Efficiency:
     parameter: Megatron's distributed optimizer) or "remainders" (only the 16 low bits that the
     bf16 weight lacks, 2 bytes: Apex DistributedFusedAdam's store_param_remainders, which NeMo 1
     sets for bf16 models, and Megatron-Core's precision-aware optimizer,
-    OptimizerConfig.store_param_remainders). Weights that are not bf16 keep fp32 masters."""
+    OptimizerConfig.store_param_remainders) or "none" (no master copy: the optimizer updates
+    the bf16 weights and keeps Adam's moments in bf16, as plain torch.optim.Adam does over bf16
+    parameters: 4 bytes). Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit

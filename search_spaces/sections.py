@@ -268,9 +268,10 @@ class StackSection(Frozen):
       fp32 (PyTorch autocast, FSDP2's fp32 sharded parameters), fp8 (fp8 primary weights);
     - autocast: 16-bit compute by torch.autocast over fp32 weights (plain PyTorch AMP);
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
-    - master_weights: fp32 (the optimizer's 4-byte master copy) or remainders (the 16 low bits
+    - master_weights: fp32 (the optimizer's 4-byte master copy), remainders (the 16 low bits
       a bf16 weight lacks: Apex's store_param_remainders, Megatron-Core's precision-aware
-      optimizer);
+      optimizer) or none (the optimizer updates the bf16 weights, moments in bf16: plain
+      torch.optim over bf16 parameters);
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
@@ -310,7 +311,7 @@ class StackSection(Frozen):
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
-    master_weights: Literal["fp32", "remainders"] | None = None
+    master_weights: Literal["fp32", "remainders", "none"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
