@@ -148,7 +148,9 @@ class Efficiency:
     parameter: Megatron's distributed optimizer) or "remainders" (only the 16 low bits that the
     bf16 weight lacks, 2 bytes: Apex DistributedFusedAdam's store_param_remainders, which NeMo 1
     sets for bf16 models, and Megatron-Core's precision-aware optimizer,
-    OptimizerConfig.store_param_remainders). Weights that are not bf16 keep fp32 masters."""
+    OptimizerConfig.store_param_remainders) or "none" (no master copy: the optimizer updates
+    the bf16 weights and keeps Adam's moments in bf16, as plain torch.optim.Adam does over bf16
+    parameters: 4 bytes). Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit
@@ -215,6 +217,15 @@ class Efficiency:
     forward and brings back for their backward (--cpu-offloading-num-layers, set by
     Megatron-Bridge's Megatron-FSDP recipes on GB200/GB300): their HBM holds only the layer in
     transit (cost.transformer_memory.offloaded_activation_bytes)."""
+    offload_modules: tuple[str, ...] = ()
+    """What Megatron-Core's fine-grained activation offloading (--fine-grained-activation-
+    offloading --offload-modules: TransformerConfig.offload_modules, "offload the input of the
+    expert fc1 part" / "of the moe act part"; Megatron-LM PR 3219, used by Megatron-MoE-
+    ModelZoo's Qwen3 GB200 MXFP8 recipe) moves to host memory after each layer's forward and
+    brings back for its backward: "expert_fc1" (the routed copies' input to the first expert
+    GEMM) and/or "moe_act" (the activation function's input). Only the layer in transit keeps
+    them in HBM (cost.moe_memory.offloaded_routed_bytes); the copies overlap compute on the
+    host link (not timed)."""
     cross_entropy: str = "megatron"
     """The loss kernel: "megatron" (Megatron-Core's vocabulary-parallel cross-entropy: fp32
     logits kept for the backward and an fp32 gradient, the kernel style's `logits_bytes`) or
@@ -232,11 +243,14 @@ class Efficiency:
     an H100's 79.6 GiB, the largest that fit peaked at 72.9 GiB."""
 
     def as_dict(self) -> dict[str, Any]:
-        """Builtin types only: the GPU pairs as a mapping, numbers as floats."""
+        """Builtin types only: the GPU pairs as a mapping, name tuples as lists, numbers as
+        floats."""
         out: dict[str, Any] = {}
         for k, v in asdict(self).items():
             if k.endswith("_by_gpu"):
                 out[k] = {name: float(f) for name, f in v}
+            elif isinstance(v, tuple):
+                out[k] = list(v)
             else:
                 out[k] = v if v is None or isinstance(v, (bool, str)) else float(v)
         return out

@@ -28,6 +28,7 @@ from .transformer_memory import (
     _buffers_bytes,
     activation_bytes_per_layer,
     layers_in_flight,
+    offloaded_activation_bytes,
     stage_parameters,
 )
 from .transformer_time import StageShape
@@ -36,8 +37,8 @@ from .workload import Footprint, ParamGroup
 if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
-__all__ = ["expert_parameters_per_gpu", "footprint", "routed_activation_bytes",
-           "selective_savings_bytes"]
+__all__ = ["expert_parameters_per_gpu", "footprint", "offloaded_routed_bytes",
+           "routed_activation_bytes", "selective_savings_bytes"]
 
 
 def expert_parameters_per_gpu(model: MoEModelSpec, d: Degrees, moe_layers: Array) -> Array:
@@ -85,6 +86,22 @@ def routed_activation_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float
     return np.where(d.recompute >= 2, 0.0, routed * per_copy)
 
 
+def offloaded_routed_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float,
+                           input_bytes: float, imbalance: float,
+                           modules: tuple[str, ...]) -> Array:
+    """What fine-grained activation offloading (`Efficiency.offload_modules`) takes out of one
+    MoE layer's routed activations for one micro-batch (bytes, of routed_activation_bytes):
+    "expert_fc1" the routed copies' input to the first expert GEMM (where a copy is kept),
+    "moe_act" the activation function's input (its first-GEMM output). Nothing under full
+    recompute, which keeps neither."""
+    routed = d.mb * model.seq_len / d.cp / d.tp * model.top_k * imbalance
+    copied = (d.etp > 1) | model.routes
+    fc1 = np.where(copied, input_bytes * model.hidden * d.etp, 0.0)
+    act = act_bytes * (2.0 if model.gated_mlp else 1.0) * float(model.expert_ffn_hidden)
+    per_copy = (fc1 if "expert_fc1" in modules else 0.0) + (act if "moe_act" in modules else 0.0)
+    return np.where(d.recompute >= 2, 0.0, routed * per_copy)
+
+
 def selective_savings_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float) -> Array:
     """What selective recompute of an MoE layer drops besides the transformer's attention
     core (bytes): the two norms' outputs (2·T·h each, Megatron-Core's `layernorm` module) and,
@@ -98,12 +115,30 @@ def selective_savings_bytes(model: MoEModelSpec, d: Degrees, *, act_bytes: float
     return np.where(d.recompute == 1, act_bytes / 2.0 * dropped, 0.0)
 
 
+def _host_bytes(model: MoEModelSpec, d: Degrees, shape: StageShape, eff: Efficiency, *,
+                per_layer: Array, moe_layers: Array, sizes: dict[str, Any]) -> Array:
+    """Saved activations of the micro-batches in flight that offloading keeps in host memory
+    at the stage's peak (bytes): the routed tensors of `eff.offload_modules` of every
+    layer-micro-batch but the one in transit, and `eff.activation_offload_layers` whole
+    layers (cost.transformer_memory.offloaded_activation_bytes)."""
+    routed = moe_layers / shape.layers_per_stage * offloaded_routed_bytes(
+        model, d, act_bytes=sizes["act_bytes"], input_bytes=sizes["input_bytes"],
+        imbalance=eff.expert_imbalance, modules=eff.offload_modules)
+    away = np.maximum(layers_in_flight(d, shape) - 1.0, 0.0)
+    return routed * away + offloaded_activation_bytes(
+        per_layer, d, shape, eff.activation_offload_layers)
+
+
 def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
               ) -> Footprint:
     """The fullest stage's two parameter groups, the activations of the micro-batches in
-    flight (cost.transformer_memory.layers_in_flight) at the stage's mean per layer, and the
-    buffers: the transformer's (logits, a layer rebuilt under full recompute) and one MoE
-    layer's dispatch buffers (the routed copies received and permuted)."""
+    flight (cost.transformer_memory.layers_in_flight) at the stage's mean per layer less what
+    goes to the host (the routed tensors of `eff.offload_modules` of all but the layer in
+    transit: offloaded_routed_bytes; whole layers of `eff.activation_offload_layers`, as a
+    transformer's), and the buffers: the transformer's (logits, 2 bytes each under
+    Transformer Engine's in-place cross-entropy, `eff.cross_entropy` "te"; a layer rebuilt
+    under full recompute) and one MoE layer's dispatch buffers (the routed copies received and
+    permuted)."""
     act = activation_bytes(training.precision)
     shape = moe_stage_shape(model, d)
     n_moe, n_dense = stage_mix(model, shape.layers_per_stage)
@@ -118,7 +153,8 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     moe = (activation_bytes_per_layer(model, d, ffn_hidden=model.shared_ffn_hidden, **sizes)
            + routed - selective_savings_bytes(model, d, act_bytes=act))
     per_layer = (n_moe * moe + n_dense * dense) / shape.layers_per_stage
-    activations = per_layer * layers_in_flight(d, shape)
+    activations = per_layer * layers_in_flight(d, shape) - _host_bytes(
+        model, d, shape, eff, per_layer=per_layer, moe_layers=n_moe, sizes=sizes)
     whole = replace(d, recompute=0.0 * d.recompute)
     rebuilt = (activation_bytes_per_layer(model, whole, ffn_hidden=model.shared_ffn_hidden,
                                           **sizes)
@@ -128,6 +164,7 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
     experts = expert_parameters_per_gpu(model, d, n_moe)
+    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
     shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
                                                    model.gated_mlp)
     one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
@@ -140,5 +177,5 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
         resident_params=2.0 * one_layer,
         activations_bytes=activations,
         buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
-                                     first_stage=activations, logits_bytes=style.logits_bytes,
+                                     first_stage=activations, logits_bytes=logits_bytes,
                                      sizes=sizes, rebuilt=rebuilt) + dispatch)

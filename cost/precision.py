@@ -55,7 +55,9 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     bf16_with_fp8_current_scaling_mixed, bf16_with_mxfp8_mixed). `eff.main_grads`: "fp32" or
     "bf16" for the gradient buffer (grad_reduce_in_fp32, FSDP2's reduce_dtype); None: as
     element_bytes (fp32 for bf16 and fp8: bf16_mixed's grad_reduce_in_fp32=True).
-    `eff.master_weights` "remainders": a bf16 weight's master copy takes 2 bytes, not 4."""
+    `eff.master_weights` "remainders": a bf16 weight's master copy takes 2 bytes, not 4;
+    "none": no master copy, the optimizer updates the bf16 weights and keeps its moments in
+    their dtype (plain torch.optim.Adam over bf16 parameters: 2 + 2 bytes)."""
     base = element_bytes(precision)
     weight, optimizer = base["weight"], base["optimizer"]
     params = eff.params or ("fp8" if precision == "fp8" else None)
@@ -66,6 +68,8 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     gradient = {"fp32": 4.0, "bf16": 2.0}.get(eff.main_grads or "", base["gradient"])
     if eff.master_weights == "remainders" and weight == 2.0 and optimizer == 12.0:
         optimizer = 10.0  # the fp32 master is the bf16 weight and a 16-bit remainder
+    if eff.master_weights == "none" and weight == 2.0 and optimizer == 12.0:
+        optimizer = 4.0  # no master: Adam's two moments in the weights' bf16
     return StateBytes(weight=weight, gradient=gradient, optimizer=optimizer)
 
 

@@ -268,9 +268,10 @@ class StackSection(Frozen):
       fp32 (PyTorch autocast, FSDP2's fp32 sharded parameters), fp8 (fp8 primary weights);
     - autocast: 16-bit compute by torch.autocast over fp32 weights (plain PyTorch AMP);
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
-    - master_weights: fp32 (the optimizer's 4-byte master copy) or remainders (the 16 low bits
+    - master_weights: fp32 (the optimizer's 4-byte master copy), remainders (the 16 low bits
       a bf16 weight lacks: Apex's store_param_remainders, Megatron-Core's precision-aware
-      optimizer);
+      optimizer) or none (the optimizer updates the bf16 weights, moments in bf16: plain
+      torch.optim over bf16 parameters);
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
@@ -284,6 +285,9 @@ class StackSection(Frozen):
       performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
     - activation_offload_layers: layers per stage whose saved activations go to host memory
       between their forward and backward (Megatron-Core's --cpu-offloading-num-layers);
+    - offload_modules: what fine-grained activation offloading moves to the host between a
+      layer's forward and backward (Megatron-Core's --offload-modules): expert_fc1 (the routed
+      tokens' input to the first expert GEMM), moe_act (the activation function's input);
     - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
       in-place cross-entropy: only the 16-bit logits stay);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
@@ -307,7 +311,7 @@ class StackSection(Frozen):
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
-    master_weights: Literal["fp32", "remainders"] | None = None
+    master_weights: Literal["fp32", "remainders", "none"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
@@ -316,6 +320,7 @@ class StackSection(Frozen):
     attention_kernel: Literal["fused", "flash2"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
+    offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None
     cross_entropy: Literal["megatron", "te"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)

@@ -197,6 +197,8 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
      "stack.selective_recompute", "'attention' or 'op'"),
     ("negative offload", _spec(stack={"activation_offload_layers": -1}),
      "stack.activation_offload_layers", "greater than or equal to 0"),
+    ("an unknown offload module", _spec(stack={"offload_modules": ["router"]}),
+     "stack.offload_modules[0]", "'expert_fc1' or 'moe_act'"),
 ]
 
 
