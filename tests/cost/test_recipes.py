@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost import DEFAULT_EFFICIENCY, Plan, evaluate
+from cost import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Plan, evaluate
 from cost.degrees import degrees
 from cost.memory import hbm_usable_bytes
 from cost.precision import state_bytes
 from cost.transformer_memory import activation_bytes_per_layer, offloaded_activation_bytes
 from cost.transformer_time import host_s, layer_times, stage_shape
-from search_spaces import gpu_catalog
+from search_spaces import gpu_catalog, gpu_info
 from tests.factories import cluster, gpt, run
 
 H, F, KV = 8192, 28672, 1024  # Llama 3 70B: hidden, ffn, kv heads x head_dim
@@ -147,3 +147,21 @@ def test_master_weight_remainders_take_two_bytes_of_a_bf16_weight() -> None:
     assert state_bytes("bf16", eff).optimizer == 10.0
     assert state_bytes("bf16", DEFAULT_EFFICIENCY).optimizer == 12.0
     assert state_bytes("fp8", eff).optimizer == 12.0
+
+
+def test_blackwell_gemm_fractions_follow_the_cube_root_of_their_power_limits() -> None:
+    """gb200 (1200 W) and gb300 (1400 W) sustain the B200's GEMM rate (1000 W, 2.25 PF at the
+    fallback fraction 0.6) times (P / 1000 W)^(1/3), as a share of their 2.5 PF spec peak:
+    0.6 x 2250/2500 x 1.2^(1/3) = 0.574 and 0.6 x 2250/2500 x 1.4^(1/3) = 0.604."""
+    gpus = gpu_catalog()
+    b200 = gpus["b200"]
+    assert b200.gemm_fraction is None  # the B200 runs at FALLBACK_GEMM_FRACTION
+    base = FALLBACK_GEMM_FRACTION * b200.peak_for("bf16")
+    watts = {n: float(gpu_info()[n]["tdp"].split()[0]) for n in ("b200", "gb200", "gb300")}
+    assert (watts["b200"], watts["gb200"], watts["gb300"]) == (1000.0, 1200.0, 1400.0)
+    for name in ("gb200", "gb300"):
+        gpu = gpus[name]
+        expected = base * (watts[name] / watts["b200"]) ** (1 / 3) / gpu.peak_for("bf16")
+        assert gpu.gemm_fraction == pytest.approx(expected, abs=5e-4)
+    assert gpus["gb200"].gemm_fraction == pytest.approx(0.574, abs=5e-4)
+    assert gpus["gb300"].gemm_fraction == pytest.approx(0.604, abs=5e-4)
