@@ -36,7 +36,17 @@ class KernelStyle:
     Efficiency's own, calibrated values); a gated MLP adds `gated_passes` (the product of the
     two halves: two reads and a write).
     projection_copies: copies of the attention output kept for the backward pass.
-    logits_bytes: bytes per token and vocabulary entry held at the loss."""
+    logits_bytes: bytes per token and vocabulary entry held at the loss.
+    checkpoint_early_stop: full recompute stops before the MLP's output GEMM. PyTorch's
+    non-reentrant torch.utils.checkpoint (what plain PyTorch, torchtitan and FSDP's
+    checkpoint_wrapper use) re-runs the forward only until it has recomputed as many tensors
+    as the forward saved, then raises _StopRecomputationError (torch/utils/checkpoint.py,
+    "Rule 5. Stop recomputation as soon as we've recomputed the saved tensors we know we
+    need"; set_checkpoint_early_stop, on by default); autograd saves a GEMM's inputs before
+    running it, so the layer's last GEMM (the MLP's second) is never redone (nor the residual
+    add after it, small and left in). Under torch.compile the partitioner recomputes only
+    what the backward reads, to the same effect. Megatron's CheckpointFunction reruns the
+    whole forward (False)."""
 
     forward_kernels: float
     backward_kernels: float
@@ -46,6 +56,7 @@ class KernelStyle:
     gated_passes: float = 0.0
     projection_copies: float
     logits_bytes: float
+    checkpoint_early_stop: bool = False
 
 
 KERNEL_STYLES = {
@@ -65,14 +76,14 @@ KERNEL_STYLES = {
     "eager": KernelStyle(forward_kernels=16.0, backward_kernels=30.0, gated_kernels=2.0,
                          hidden_passes=26.0, ffn_passes=2.0, gated_passes=3.0,
                          projection_copies=2.0,
-                         logits_bytes=14.0),
+                         logits_bytes=14.0, checkpoint_early_stop=True),
     # Inductor fuses each chain of norm, cast and add into one kernel: 4 GEMMs, attention,
     # 3 fused kernels; backward the GEMMs' 8, attention's 2 and 4 fused. Passes: the residual
     # stream read and written once per fused kernel (8); the activation fused into its
     # neighbours (2). The cross-entropy is fused with the logits' cast (4 + 4).
     "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
-                            logits_bytes=8.0),
+                            logits_bytes=8.0, checkpoint_early_stop=True),
 }
 KERNELS = tuple(KERNEL_STYLES)
 
