@@ -231,7 +231,9 @@ class Efficiency:
     logits kept for the backward and an fp32 gradient, the kernel style's `logits_bytes`) or
     "te" (Transformer Engine's parallel_cross_entropy, cross_entropy_fusion_impl="te": it
     computes the fp32 softmax in registers and writes the gradient into the 16-bit logits in
-    place, so the loss holds only the 2-byte logits)."""
+    place, so the loss holds only the 2-byte logits) or "compiled" (the loss inside
+    torch.compile's graph: bf16 logits and their bf16 gradient, no fp32 copy;
+    cost.software.LOSS_KERNELS)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

@@ -22,7 +22,8 @@ from .errors import CostModelError
 if TYPE_CHECKING:
     from .efficiency import Efficiency
 
-__all__ = ["KERNEL_STYLES", "KernelStyle", "kernel_style"]
+__all__ = ["KERNEL_STYLES", "LOSS_KERNELS", "KernelStyle", "held_logits_bytes", "kernel_style",
+           "streamed_logits_bytes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,10 +81,12 @@ KERNEL_STYLES = {
     # Inductor fuses each chain of norm, cast and add into one kernel: 4 GEMMs, attention,
     # 3 fused kernels; backward the GEMMs' 8, attention's 2 and 4 fused. Passes: the residual
     # stream read and written once per fused kernel (8); the activation fused into its
-    # neighbours (2). The cross-entropy is fused with the logits' cast (4 + 4).
+    # neighbours (2). The loss stays eager (14): torchtitan compiles each TransformerBlock
+    # apart (apply_compile), fms-fsdp computes the loss outside the compiled model; where the
+    # loss is compiled too, `stack.cross_entropy: compiled` says so (LOSS_KERNELS).
     "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
-                            logits_bytes=8.0, checkpoint_early_stop=True),
+                            logits_bytes=14.0, checkpoint_early_stop=True),
 }
 KERNELS = tuple(KERNEL_STYLES)
 
@@ -95,3 +98,42 @@ def kernel_style(eff: Efficiency) -> KernelStyle:
     except KeyError:
         raise CostModelError(f"stack.kernels {eff.kernels!r} is unknown; use one of "
                              f"{', '.join(KERNELS)}") from None
+
+
+LOSS_KERNELS = {
+    # Megatron-Core's vocabulary-parallel cross-entropy: the kernel style's fp32 logits and
+    # gradient held, 16 bytes streamed per logit forward and backward.
+    "megatron": (None, 16.0),
+    # Transformer Engine's parallel_cross_entropy: fp32 softmax in registers, the gradient
+    # written into the 16-bit logits in place.
+    "te": (2.0, 16.0),
+    # The loss inside torch.compile's graph (measure.py's model returns its loss): AOTAutograd's
+    # min-cut partitioner (torch/_functorch/partitioners.py,
+    # min_cut_rematerialization_partition) saves the bf16 logits, not their fp32 upcast (a
+    # fusible convert_element_type it recomputes in the backward), and Inductor fuses upcast,
+    # log-softmax and the loss gradient into reductions that never write fp32: it holds the
+    # bf16 logits and their bf16 gradient (2 + 2) and streams them: read forward, read again
+    # and write the gradient backward (2 + 2 + 2).
+    "compiled": (4.0, 6.0),
+}
+"""Loss kernels (`stack.cross_entropy`): (bytes held per token and vocabulary entry at the
+loss, None for the kernel style's `logits_bytes`; HBM bytes streamed per entry)."""
+
+
+def _loss_kernel(eff: Efficiency) -> tuple[float | None, float]:
+    try:
+        return LOSS_KERNELS[eff.cross_entropy]
+    except KeyError:
+        raise CostModelError(f"stack.cross_entropy {eff.cross_entropy!r} is unknown; use one "
+                             f"of {', '.join(LOSS_KERNELS)}") from None
+
+
+def held_logits_bytes(eff: Efficiency) -> float:
+    """Bytes per token and vocabulary entry held at the loss (cost.transformer_memory)."""
+    held = _loss_kernel(eff)[0]
+    return kernel_style(eff).logits_bytes if held is None else held
+
+
+def streamed_logits_bytes(eff: Efficiency) -> float:
+    """HBM bytes per token and vocabulary entry the loss streams, forward and backward."""
+    return _loss_kernel(eff)[1]

@@ -19,7 +19,7 @@ from .efficiency import Efficiency
 from .flops import layer_parameters
 from .inputs import Array, TrainingSpec
 from .precision import activation_bytes, gemm_input_bytes, state_bytes
-from .software import kernel_style
+from .software import held_logits_bytes, kernel_style
 from .transformer_time import StageShape, stage_shape
 from .workload import Footprint, ParamGroup
 
@@ -166,13 +166,12 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     buffers (_buffers_bytes; the loss's logits at 2 bytes under Transformer Engine's in-place
     cross-entropy, `eff.cross_entropy`)."""
     shape = stage_shape(model, d)
-    style = kernel_style(eff)
     sizes = activation_sizes(training, eff)
     per_layer = activation_bytes_per_layer(model, d, **sizes)
     activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
         per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
-    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
+    logits_bytes = held_logits_bytes(eff)
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
                              logits_bytes=logits_bytes, sizes=sizes)
     if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward

@@ -18,7 +18,7 @@ from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .overlap import exposed_s
 from .precision import element_bytes, gemm_input_bytes
-from .software import kernel_style
+from .software import kernel_style, streamed_logits_bytes
 from .workload import StageCost
 
 if TYPE_CHECKING:
@@ -253,7 +253,7 @@ def logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, tok
                   peak_flops_per_s=gpu.peak_for(precision),
                   hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
                   fraction=eff.gemm_fraction_for(gpu), eff=eff)
-    loss = memory_bound_s(16.0 * tokens * model.vocab / d.tp,
+    loss = memory_bound_s(streamed_logits_bytes(eff) * tokens * model.vocab / d.tp,
                           hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     return 3.0 * gemm + loss
 
