@@ -193,11 +193,16 @@ def _buffers_bytes(
     cross-entropy, more in eager PyTorch) while holding one micro-batch of its layers; the
     first stage holds the most activations; pp = 1 holds both. Under full recompute, one
     layer's whole activations while it is rebuilt (`rebuilt`, default a layer of this
-    model)."""
+    model); on the last stage not beside the logits: the loss's backward has freed them
+    before the backward reaches the last layer and rebuilds it (recomputation runs when the
+    backward first unpacks a layer's saved tensors: torch/utils/checkpoint.py's unpack_hook,
+    Megatron's CheckpointFunction.backward)."""
     logits = logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
-    last_stage = per_layer * shape.last_stage_layers + logits
-    ends = np.where(d.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
     if rebuilt is None:
         rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
                                              **sizes)
-    return ends + np.where(d.recompute >= 2, rebuilt, 0.0)
+    rebuilding = np.where(d.recompute >= 2, rebuilt, 0.0)
+    # the loss's backward ends before the last layer's recompute starts: never both at once
+    last_stage = per_layer * shape.last_stage_layers + np.maximum(logits, rebuilding)
+    return np.where(d.pp > 1, np.maximum(last_stage - first_stage, rebuilding),
+                    np.maximum(logits, rebuilding))

@@ -54,3 +54,14 @@ def test_compiled_loss_streams_six_bytes_per_logit() -> None:
     compiled = logits_s(gpt(), cluster(1, gpus_per_node=1), run(8), tokens, d,
                         DEFAULT_EFFICIENCY.with_(cross_entropy="compiled"))
     assert float(fused[0] - compiled[0]) == pytest.approx(0.6050e-3, rel=1e-3)
+
+
+def test_full_recompute_rebuilds_a_layer_after_the_loss_has_freed_its_logits() -> None:
+    """One GPU, full recompute, eager: the loss holds 14 · 2048 · 51200 = 1,468,006,400 bytes
+    of logits; rebuilding one GPT-3 layer later needs fewer, so the buffers are the logits
+    alone (plus autocast's 16-bit weight copies, none here), not their sum."""
+    d = degrees(cluster(1, gpus_per_node=1), run(8), Plan(tp=1, pp=1, recompute=np.array([2.0])))
+    eff = DEFAULT_EFFICIENCY.with_(kernels="eager")
+    held = footprint(gpt(), run(8), d, eff)
+    assert float(held.buffers_bytes[0]) == pytest.approx(14 * 2048 * 51200)
+
