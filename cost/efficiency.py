@@ -150,7 +150,10 @@ class Efficiency:
     sets for bf16 models, and Megatron-Core's precision-aware optimizer,
     OptimizerConfig.store_param_remainders) or "none" (no master copy: the optimizer updates
     the bf16 weights and keeps Adam's moments in bf16, as plain torch.optim.Adam does over bf16
-    parameters: 4 bytes). Weights that are not bf16 keep fp32 masters."""
+    parameters: 4 bytes) or "none_fp32_moments" (no master copy, Adam's moments in fp32: 8
+    bytes; Transformer Engine's FusedAdam with its defaults master_weights=False,
+    exp_avg_dtype=exp_avg_sq_dtype=float32, over bf16 parameters, as NeMo AutoModel runs it).
+    Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit

@@ -270,8 +270,9 @@ class StackSection(Frozen):
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
     - master_weights: fp32 (the optimizer's 4-byte master copy), remainders (the 16 low bits
       a bf16 weight lacks: Apex's store_param_remainders, Megatron-Core's precision-aware
-      optimizer) or none (the optimizer updates the bf16 weights, moments in bf16: plain
-      torch.optim over bf16 parameters);
+      optimizer), none (the optimizer updates the bf16 weights, moments in bf16: plain
+      torch.optim over bf16 parameters) or none_fp32_moments (no master, fp32 moments:
+      Transformer Engine's FusedAdam defaults);
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
@@ -312,7 +313,7 @@ class StackSection(Frozen):
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
-    master_weights: Literal["fp32", "remainders", "none"] | None = None
+    master_weights: Literal["fp32", "remainders", "none", "none_fp32_moments"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)

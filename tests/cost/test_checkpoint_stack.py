@@ -7,6 +7,7 @@ import pytest
 
 from cost import DEFAULT_EFFICIENCY, Plan
 from cost.degrees import Degrees, degrees
+from cost.precision import state_bytes
 from cost.transformer_memory import footprint
 from cost.transformer_time import layer_times, logits_s
 from tests.factories import cluster, gpt, run
@@ -65,3 +66,12 @@ def test_full_recompute_rebuilds_a_layer_after_the_loss_has_freed_its_logits() -
     held = footprint(gpt(), run(8), d, eff)
     assert float(held.buffers_bytes[0]) == pytest.approx(14 * 2048 * 51200)
 
+
+
+def test_fused_adam_without_master_weights_keeps_fp32_moments() -> None:
+    """Transformer Engine's FusedAdam with its defaults over bf16 parameters (NeMo AutoModel):
+    2-byte weights, bf16 gradients, no master copy and two fp32 moments, 2 + 2 + 8 bytes."""
+    eff = DEFAULT_EFFICIENCY.with_(params="bf16", main_grads="bf16",
+                                  master_weights="none_fp32_moments")
+    s = state_bytes("bf16", eff)
+    assert (s.weight, s.gradient, s.optimizer) == (2.0, 2.0, 8.0)
