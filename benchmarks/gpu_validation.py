@@ -39,6 +39,9 @@ MODELS = {  # measure.py MODELS: layers, hidden, heads, kv_heads, ffn, vocab, ga
 STACK = {"params": "fp32", "autocast": True, "main_grads": "fp32", "tp_overlap": 0.0}
 """What measure.py's PyTorch does: fp32 weights under bf16 autocast (their own master
 copy), fp32 gradients, no Transformer Engine (no TP overlap: one GPU has none anyway)."""
+COMPILED = {"kernels": "compiled", "cross_entropy": "compiled"}
+"""measure.py's --compile: torch.compile(model), whose forward returns the loss, so the
+cross-entropy is compiled with the layers."""
 _GIB = float(2**30)
 
 
@@ -53,7 +56,7 @@ def run_spec(run: dict[str, Any]) -> dict[str, Any]:
         "training": {"global_batch": run["global_batch"], "precision": "bf16"},
         "cluster": {"gpu": "h100-80gb", "nodes": 1, "gpus_per_node": 1},
         "plan": {"micro_batch": run["micro_batch"], "recompute": run["recompute"]},
-        "stack": {**STACK, "kernels": "compiled" if run["compiled"] else "eager"},
+        "stack": {**STACK, **(COMPILED if run["compiled"] else {"kernels": "eager"})},
     }
 
 

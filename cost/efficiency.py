@@ -150,7 +150,10 @@ class Efficiency:
     sets for bf16 models, and Megatron-Core's precision-aware optimizer,
     OptimizerConfig.store_param_remainders) or "none" (no master copy: the optimizer updates
     the bf16 weights and keeps Adam's moments in bf16, as plain torch.optim.Adam does over bf16
-    parameters: 4 bytes). Weights that are not bf16 keep fp32 masters."""
+    parameters: 4 bytes) or "none_fp32_moments" (no master copy, Adam's moments in fp32: 8
+    bytes; Transformer Engine's FusedAdam with its defaults master_weights=False,
+    exp_avg_dtype=exp_avg_sq_dtype=float32, over bf16 parameters, as NeMo AutoModel runs it).
+    Weights that are not bf16 keep fp32 masters."""
     autocast: bool = False
     """Computation in 16 bits by torch.autocast over fp32 weights (plain PyTorch AMP): every
     forward casts the weights, the residual stream stays fp32. False: the weights are 16-bit
@@ -201,10 +204,12 @@ class Efficiency:
     GPU waits when a micro-batch's kernels take less time than launching them. Fitted on the
     micro-batch 1 runs of shared/validation/gpu (eager PyTorch on one H100, benchmarks/
     gpu_validation.py)."""
-    checkpoint_host_factor: float = 4.0
+    checkpoint_host_factor: float = 4.7
     """Host work of recomputing a layer, in multiples of launching its forward kernels once:
     the forward again plus the checkpoint's saved-tensor hooks and autograd re-entry. Fitted
-    on the full-recompute micro-batch 1 runs of shared/validation/gpu."""
+    (least squares on the log error) on the six full-recompute micro-batch 1 runs of
+    shared/validation/gpu, after their device time lost the GEMM that torch.utils.checkpoint
+    never recomputes (4.0 before)."""
     expandable_segments: bool = False
     """PyTorch's caching allocator maps physical pages into growing segments
     (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which NeMo's performance scripts and
@@ -231,7 +236,9 @@ class Efficiency:
     logits kept for the backward and an fp32 gradient, the kernel style's `logits_bytes`) or
     "te" (Transformer Engine's parallel_cross_entropy, cross_entropy_fusion_impl="te": it
     computes the fp32 softmax in registers and writes the gradient into the 16-bit logits in
-    place, so the loss holds only the 2-byte logits)."""
+    place, so the loss holds only the 2-byte logits) or "compiled" (the loss inside
+    torch.compile's graph: bf16 logits and their bf16 gradient, no fp32 copy;
+    cost.software.LOSS_KERNELS)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""
     nccl_bytes: float = 1.5 * 2**30

@@ -57,7 +57,10 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     element_bytes (fp32 for bf16 and fp8: bf16_mixed's grad_reduce_in_fp32=True).
     `eff.master_weights` "remainders": a bf16 weight's master copy takes 2 bytes, not 4;
     "none": no master copy, the optimizer updates the bf16 weights and keeps its moments in
-    their dtype (plain torch.optim.Adam over bf16 parameters: 2 + 2 bytes)."""
+    their dtype (plain torch.optim.Adam over bf16 parameters: 2 + 2 bytes);
+    "none_fp32_moments": no master copy, fp32 moments (4 + 4 bytes: Transformer Engine's
+    FusedAdam defaults, master_weights=False, exp_avg_dtype and exp_avg_sq_dtype float32,
+    transformer_engine/pytorch/optimizers/fused_adam.py)."""
     base = element_bytes(precision)
     weight, optimizer = base["weight"], base["optimizer"]
     params = eff.params or ("fp8" if precision == "fp8" else None)
@@ -70,6 +73,8 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
         optimizer = 10.0  # the fp32 master is the bf16 weight and a 16-bit remainder
     if eff.master_weights == "none" and weight == 2.0 and optimizer == 12.0:
         optimizer = 4.0  # no master: Adam's two moments in the weights' bf16
+    if eff.master_weights == "none_fp32_moments" and weight == 2.0 and optimizer == 12.0:
+        optimizer = 8.0  # no master: Adam's two moments in fp32
     return StateBytes(weight=weight, gradient=gradient, optimizer=optimizer)
 
 

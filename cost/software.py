@@ -22,7 +22,8 @@ from .errors import CostModelError
 if TYPE_CHECKING:
     from .efficiency import Efficiency
 
-__all__ = ["KERNEL_STYLES", "KernelStyle", "kernel_style"]
+__all__ = ["KERNEL_STYLES", "LOSS_KERNELS", "KernelStyle", "held_logits_bytes", "kernel_style",
+           "streamed_logits_bytes"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,7 +37,17 @@ class KernelStyle:
     Efficiency's own, calibrated values); a gated MLP adds `gated_passes` (the product of the
     two halves: two reads and a write).
     projection_copies: copies of the attention output kept for the backward pass.
-    logits_bytes: bytes per token and vocabulary entry held at the loss."""
+    logits_bytes: bytes per token and vocabulary entry held at the loss.
+    checkpoint_early_stop: full recompute stops before the MLP's output GEMM. PyTorch's
+    non-reentrant torch.utils.checkpoint (what plain PyTorch, torchtitan and FSDP's
+    checkpoint_wrapper use) re-runs the forward only until it has recomputed as many tensors
+    as the forward saved, then raises _StopRecomputationError (torch/utils/checkpoint.py,
+    "Rule 5. Stop recomputation as soon as we've recomputed the saved tensors we know we
+    need"; set_checkpoint_early_stop, on by default); autograd saves a GEMM's inputs before
+    running it, so the layer's last GEMM (the MLP's second) is never redone (nor the residual
+    add after it, small and left in). Under torch.compile the partitioner recomputes only
+    what the backward reads, to the same effect. Megatron's CheckpointFunction reruns the
+    whole forward (False)."""
 
     forward_kernels: float
     backward_kernels: float
@@ -46,6 +57,7 @@ class KernelStyle:
     gated_passes: float = 0.0
     projection_copies: float
     logits_bytes: float
+    checkpoint_early_stop: bool = False
 
 
 KERNEL_STYLES = {
@@ -65,14 +77,16 @@ KERNEL_STYLES = {
     "eager": KernelStyle(forward_kernels=16.0, backward_kernels=30.0, gated_kernels=2.0,
                          hidden_passes=26.0, ffn_passes=2.0, gated_passes=3.0,
                          projection_copies=2.0,
-                         logits_bytes=14.0),
+                         logits_bytes=14.0, checkpoint_early_stop=True),
     # Inductor fuses each chain of norm, cast and add into one kernel: 4 GEMMs, attention,
     # 3 fused kernels; backward the GEMMs' 8, attention's 2 and 4 fused. Passes: the residual
     # stream read and written once per fused kernel (8); the activation fused into its
-    # neighbours (2). The cross-entropy is fused with the logits' cast (4 + 4).
+    # neighbours (2). The loss stays eager (14): torchtitan compiles each TransformerBlock
+    # apart (apply_compile), fms-fsdp computes the loss outside the compiled model; where the
+    # loss is compiled too, `stack.cross_entropy: compiled` says so (LOSS_KERNELS).
     "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
-                            logits_bytes=8.0),
+                            logits_bytes=14.0, checkpoint_early_stop=True),
 }
 KERNELS = tuple(KERNEL_STYLES)
 
@@ -84,3 +98,42 @@ def kernel_style(eff: Efficiency) -> KernelStyle:
     except KeyError:
         raise CostModelError(f"stack.kernels {eff.kernels!r} is unknown; use one of "
                              f"{', '.join(KERNELS)}") from None
+
+
+LOSS_KERNELS = {
+    # Megatron-Core's vocabulary-parallel cross-entropy: the kernel style's fp32 logits and
+    # gradient held, 16 bytes streamed per logit forward and backward.
+    "megatron": (None, 16.0),
+    # Transformer Engine's parallel_cross_entropy: fp32 softmax in registers, the gradient
+    # written into the 16-bit logits in place.
+    "te": (2.0, 16.0),
+    # The loss inside torch.compile's graph (measure.py's model returns its loss): AOTAutograd's
+    # min-cut partitioner (torch/_functorch/partitioners.py,
+    # min_cut_rematerialization_partition) saves the bf16 logits, not their fp32 upcast (a
+    # fusible convert_element_type it recomputes in the backward), and Inductor fuses upcast,
+    # log-softmax and the loss gradient into reductions that never write fp32: it holds the
+    # bf16 logits and their bf16 gradient (2 + 2) and streams them: read forward, read again
+    # and write the gradient backward (2 + 2 + 2).
+    "compiled": (4.0, 6.0),
+}
+"""Loss kernels (`stack.cross_entropy`): (bytes held per token and vocabulary entry at the
+loss, None for the kernel style's `logits_bytes`; HBM bytes streamed per entry)."""
+
+
+def _loss_kernel(eff: Efficiency) -> tuple[float | None, float]:
+    try:
+        return LOSS_KERNELS[eff.cross_entropy]
+    except KeyError:
+        raise CostModelError(f"stack.cross_entropy {eff.cross_entropy!r} is unknown; use one "
+                             f"of {', '.join(LOSS_KERNELS)}") from None
+
+
+def held_logits_bytes(eff: Efficiency) -> float:
+    """Bytes per token and vocabulary entry held at the loss (cost.transformer_memory)."""
+    held = _loss_kernel(eff)[0]
+    return kernel_style(eff).logits_bytes if held is None else held
+
+
+def streamed_logits_bytes(eff: Efficiency) -> float:
+    """HBM bytes per token and vocabulary entry the loss streams, forward and backward."""
+    return _loss_kernel(eff)[1]

@@ -19,7 +19,7 @@ from .efficiency import Efficiency
 from .flops import layer_parameters
 from .inputs import Array, TrainingSpec
 from .precision import activation_bytes, gemm_input_bytes, state_bytes
-from .software import kernel_style
+from .software import held_logits_bytes, kernel_style
 from .transformer_time import StageShape, stage_shape
 from .workload import Footprint, ParamGroup
 
@@ -166,13 +166,12 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     buffers (_buffers_bytes; the loss's logits at 2 bytes under Transformer Engine's in-place
     cross-entropy, `eff.cross_entropy`)."""
     shape = stage_shape(model, d)
-    style = kernel_style(eff)
     sizes = activation_sizes(training, eff)
     per_layer = activation_bytes_per_layer(model, d, **sizes)
     activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
         per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
-    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
+    logits_bytes = held_logits_bytes(eff)
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
                              logits_bytes=logits_bytes, sizes=sizes)
     if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward
@@ -194,11 +193,16 @@ def _buffers_bytes(
     cross-entropy, more in eager PyTorch) while holding one micro-batch of its layers; the
     first stage holds the most activations; pp = 1 holds both. Under full recompute, one
     layer's whole activations while it is rebuilt (`rebuilt`, default a layer of this
-    model)."""
+    model); on the last stage not beside the logits: the loss's backward has freed them
+    before the backward reaches the last layer and rebuilds it (recomputation runs when the
+    backward first unpacks a layer's saved tensors: torch/utils/checkpoint.py's unpack_hook,
+    Megatron's CheckpointFunction.backward)."""
     logits = logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
-    last_stage = per_layer * shape.last_stage_layers + logits
-    ends = np.where(d.pp > 1, np.maximum(last_stage - first_stage, 0.0), logits)
     if rebuilt is None:
         rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
                                              **sizes)
-    return ends + np.where(d.recompute >= 2, rebuilt, 0.0)
+    rebuilding = np.where(d.recompute >= 2, rebuilt, 0.0)
+    # the loss's backward ends before the last layer's recompute starts: never both at once
+    last_stage = per_layer * shape.last_stage_layers + np.maximum(logits, rebuilding)
+    return np.where(d.pp > 1, np.maximum(last_stage - first_stage, rebuilding),
+                    np.maximum(logits, rebuilding))

@@ -18,7 +18,7 @@ from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
 from .overlap import exposed_s
 from .precision import element_bytes, gemm_input_bytes
-from .software import kernel_style
+from .software import kernel_style, streamed_logits_bytes
 from .workload import StageCost
 
 if TYPE_CHECKING:
@@ -76,11 +76,13 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     ratio = peak / attention_peak if attention_peak > 0 else 1.0
     gemm_bytes = gemm_input_bytes(training.precision)
     gemms: Value = 0.0
+    last_gemm: Value = 0.0
     for g in layer_gemms(model, f):
         k, n = g.per_gpu(d.tp)
-        gemms = gemms + gemm_s(tokens, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
-                               element_bytes=gemm_bytes, fraction=fraction, eff=eff,
-                               rate_ratio=ratio)
+        last_gemm = gemm_s(tokens, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
+                           element_bytes=gemm_bytes, fraction=fraction, eff=eff,
+                           rate_ratio=ratio)
+        gemms = gemms + last_gemm
     attention, attention_backward = _attention_s(model, d, tokens, eff,
                                                  peak_flops_per_s=attention_peak,
                                                  hbm_bytes_per_s=hbm, act_bytes=act)
@@ -100,7 +102,10 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     selective = 0.0 if eff.flash_attention else attention  # flash already recomputes scores
     if eff.selective_recompute == "op":  # every second GEMM and the element-wise work
         selective = 0.5 * (gemms + quantise_forward + cast_forward) + elementwise
-    recompute = np.where(d.recompute >= 2, forward, np.where(d.recompute >= 1, selective, 0.0))
+    # torch.utils.checkpoint stops once the backward's last saved tensor is recomputed: the
+    # MLP's output GEMM saves its inputs before it runs, so it is not redone
+    full = forward - (last_gemm if style.checkpoint_early_stop and f > 0 else 0.0)
+    recompute = np.where(d.recompute >= 2, full, np.where(d.recompute >= 1, selective, 0.0))
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
                       recompute_s=recompute,
                       tp_comm_s=_tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act,
@@ -248,7 +253,7 @@ def logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, tok
                   peak_flops_per_s=gpu.peak_for(precision),
                   hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
                   fraction=eff.gemm_fraction_for(gpu), eff=eff)
-    loss = memory_bound_s(16.0 * tokens * model.vocab / d.tp,
+    loss = memory_bound_s(streamed_logits_bytes(eff) * tokens * model.vocab / d.tp,
                           hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     return 3.0 * gemm + loss
 

@@ -270,8 +270,9 @@ class StackSection(Frozen):
     - main_grads: the gradient buffer's precision, fp32 (Megatron's default) or bf16;
     - master_weights: fp32 (the optimizer's 4-byte master copy), remainders (the 16 low bits
       a bf16 weight lacks: Apex's store_param_remainders, Megatron-Core's precision-aware
-      optimizer) or none (the optimizer updates the bf16 weights, moments in bf16: plain
-      torch.optim over bf16 parameters);
+      optimizer), none (the optimizer updates the bf16 weights, moments in bf16: plain
+      torch.optim over bf16 parameters) or none_fp32_moments (no master, fp32 moments:
+      Transformer Engine's FusedAdam defaults);
     - fp8_recipe: how fp8 tensors are scaled: delayed, current (tensor-wise), mxfp8
       (Blackwell block scaling), blockwise (cost.efficiency.Efficiency.fp8_recipe);
     - kernels: fused (Megatron-Core with Transformer Engine, the default), eager (plain
@@ -289,7 +290,8 @@ class StackSection(Frozen):
       layer's forward and backward (Megatron-Core's --offload-modules): expert_fc1 (the routed
       tokens' input to the first expert GEMM), moe_act (the activation function's input);
     - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
-      in-place cross-entropy: only the 16-bit logits stay);
+      in-place cross-entropy: only the 16-bit logits stay) or compiled (the loss inside
+      torch.compile's graph: bf16 logits and gradient, cost.software.LOSS_KERNELS);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
@@ -311,7 +313,7 @@ class StackSection(Frozen):
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)
     main_grads: Literal["fp32", "bf16"] | None = None
-    master_weights: Literal["fp32", "remainders", "none"] | None = None
+    master_weights: Literal["fp32", "remainders", "none", "none_fp32_moments"] | None = None
     fp8_recipe: Literal["delayed", "current", "mxfp8", "blockwise"] | None = None
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
@@ -321,7 +323,7 @@ class StackSection(Frozen):
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
     offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None
-    cross_entropy: Literal["megatron", "te"] | None = None
+    cross_entropy: Literal["megatron", "te", "compiled"] | None = None
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None
