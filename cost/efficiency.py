@@ -248,6 +248,16 @@ class Efficiency:
     """Fraction of the rest that the caching allocator can fill before fragmentation stops it:
     the one-GPU runs of shared/validation/gpu ran out of memory at 73.8-75.8 GiB allocated of
     an H100's 79.6 GiB, the largest that fit peaked at 72.9 GiB."""
+    reallocated_usable_fraction: float = 0.95
+    """`usable_fraction` where the training loop reallocates every gradient in each backward
+    (cost.software.KernelStyle.grads_reallocated: plain PyTorch) without expandable segments:
+    the allocator carves the gradients out of freed activation blocks and the remainders stay
+    reserved but unusable. Measured in shared/validation/gpu (peak reserved less peak
+    allocated, torch.cuda.max_memory_reserved/max_memory_allocated) on the runs nearest the
+    limit: 2.96 GiB stranded at llama-1b micro-batch 8's 72.9 GiB peak, 2.95 GiB at llama-3b
+    micro-batch 1's 69.1 GiB, 4.18 GiB when gpt-2.7b micro-batch 4 ran out at 73.8 GiB
+    allocated (78.0 GiB reserved): about 3.9 GiB of the 78.6 GiB left, (78.6 - 3.9) / 78.6 =
+    0.95."""
 
     def as_dict(self) -> dict[str, Any]:
         """Builtin types only: the GPU pairs as a mapping, name tuples as lists, numbers as

@@ -11,6 +11,7 @@ from .breakdown import MemoryUse
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec
+from .software import kernel_style
 from .workload import Footprint
 
 __all__ = ["gathered_bytes", "hbm_usable_bytes", "memory_use"]
@@ -19,10 +20,15 @@ __all__ = ["gathered_bytes", "hbm_usable_bytes", "memory_use"]
 def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency, *, gpus: Any = None) -> Array:
     """HBM that tensors can fill: capacity less the CUDA context and (with more than one GPU
     in the job: `gpus`, default the cluster's) NCCL's buffers, times the allocator's
-    fraction (all of it with expandable segments, which do not fragment)."""
+    fraction: all of it with expandable segments, which do not fragment; less where the
+    training loop reallocates its gradients every step (plain PyTorch: the kernel style's
+    `grads_reallocated`, Efficiency.reallocated_usable_fraction), whose split blocks strand
+    more."""
     gpus = np.asarray(cluster.gpus if gpus is None else gpus, dtype=np.float64)
     nccl = np.where(gpus > 1, eff.nccl_bytes, 0.0)
-    fraction = 1.0 if eff.expandable_segments else eff.usable_fraction
+    fraction = 1.0 if eff.expandable_segments else (
+        eff.reallocated_usable_fraction if kernel_style(eff).grads_reallocated
+        else eff.usable_fraction)
     return (cluster.gpu.hbm_capacity_bytes - eff.reserved_bytes - nccl) * fraction
 
 

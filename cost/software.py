@@ -37,7 +37,18 @@ class KernelStyle:
     Efficiency's own, calibrated values); a gated MLP adds `gated_passes` (the product of the
     two halves: two reads and a write).
     projection_copies: copies of the attention output kept for the backward pass.
+    gated_copies: f-wide 16-bit tensors a gated MLP keeps beyond its GEMM inputs and the
+    activation's input: eager `F.silu(a) * g` saves silu(a) for the product's backward (1);
+    a fused SwiGLU kernel (Transformer Engine, Megatron's bias_swiglu) or Inductor's fusion
+    recomputes it from the saved input (0).
     logits_bytes: bytes per token and vocabulary entry held at the loss.
+    grads_reallocated: the training loop frees every parameter's gradient after the optimizer
+    step and the next backward allocates it again, tensor by tensor, between the activations it
+    frees: plain PyTorch's `optimizer.zero_grad()` (set_to_none=True, the default since PyTorch
+    2.0; measure.py calls it so). The caching allocator then splits freed activation blocks
+    for the gradients and strands the remainders (cost.memory.hbm_usable_bytes). Megatron-Core
+    and NeMo keep gradients in one contiguous buffer allocated once (ParamAndGradBuffer,
+    contiguous_grad_buffer): False.
     checkpoint_early_stop: full recompute stops before the MLP's output GEMM. PyTorch's
     non-reentrant torch.utils.checkpoint (what plain PyTorch, torchtitan and FSDP's
     checkpoint_wrapper use) re-runs the forward only until it has recomputed as many tensors
@@ -56,8 +67,10 @@ class KernelStyle:
     ffn_passes: float | None
     gated_passes: float = 0.0
     projection_copies: float
+    gated_copies: float = 0.0
     logits_bytes: float
     checkpoint_early_stop: bool = False
+    grads_reallocated: bool = False
 
 
 KERNEL_STYLES = {
@@ -72,21 +85,25 @@ KERNEL_STYLES = {
     # bias reduction, cast back and fp32 accumulation (20), 2 norm backwards (4), attention
     # (2), copy, activation, branch sums (4). Passes: the fp32 residual stream read and written
     # by 2 adds and 2 norms and cast for the GEMMs (24), the reshape copy (2); the activation
-    # reads and writes its input (2). logits: bf16 logits, their fp32 copy and log-softmax,
-    # and the fp32 gradient (2 + 4 + 4 + 4).
+    # reads and writes its input (2). Logits: the forward holds the bf16 logits, their fp32
+    # copy and the log-softmax (2 + 4 + 4); the backward only the log-softmax (saved by
+    # LogSoftmaxBackward and NllLossBackward; the cast and the head's GEMM save no output, so
+    # the other two die with the forward), the loss gradient and the log-softmax gradient, all
+    # fp32 (4 + 4 + 4): the larger, 12.
     "eager": KernelStyle(forward_kernels=16.0, backward_kernels=30.0, gated_kernels=2.0,
                          hidden_passes=26.0, ffn_passes=2.0, gated_passes=3.0,
-                         projection_copies=2.0,
-                         logits_bytes=14.0, checkpoint_early_stop=True),
+                         projection_copies=2.0, gated_copies=1.0,
+                         logits_bytes=12.0, checkpoint_early_stop=True,
+                         grads_reallocated=True),
     # Inductor fuses each chain of norm, cast and add into one kernel: 4 GEMMs, attention,
     # 3 fused kernels; backward the GEMMs' 8, attention's 2 and 4 fused. Passes: the residual
     # stream read and written once per fused kernel (8); the activation fused into its
-    # neighbours (2). The loss stays eager (14): torchtitan compiles each TransformerBlock
+    # neighbours (2). The loss stays eager (12): torchtitan compiles each TransformerBlock
     # apart (apply_compile), fms-fsdp computes the loss outside the compiled model; where the
     # loss is compiled too, `stack.cross_entropy: compiled` says so (LOSS_KERNELS).
     "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
-                            logits_bytes=14.0, checkpoint_early_stop=True),
+                            logits_bytes=12.0, checkpoint_early_stop=True),
 }
 KERNELS = tuple(KERNEL_STYLES)
 

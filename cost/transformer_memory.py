@@ -62,7 +62,7 @@ def activation_bytes_per_layer(
     model: ModelSpec, d: Degrees, *, act_bytes: float, flash_attention: bool,
     input_bytes: float | None = None, norm_bytes: float | None = None,
     projection_copies: float = 1.0, ffn_hidden: float | None = None,
-    selective_policy: str = "attention",
+    selective_policy: str = "attention", gated_copies: float = 0.0,
 ) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes), tensor by
     tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, multi-head latent
@@ -78,7 +78,8 @@ def activation_bytes_per_layer(
     Korthikanti's fp16 GPT layer: 10 + 24/t sbh bytes and 5·a·s/h·sbh of scores. Software
     differs (cost.software): under autocast the residual stream, hence the norm inputs, stays
     fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the attention output
-    (`projection_copies`). `selective_policy` "op": selective recompute keeps what
+    (`projection_copies`) and, in a gated MLP, `gated_copies` f-wide copies more (the SiLU
+    output that the product saves). `selective_policy` "op": selective recompute keeps what
     op_sac_bytes_per_token says instead."""
     h = model.hidden
     f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
@@ -92,7 +93,8 @@ def activation_bytes_per_layer(
     out = shape.out_width
     projection = projection_copies * a * out + (q * out if q != a else 0.0)
     qkv = a * (shape.q_width + shape.k_width + shape.v_width)
-    mlp = mlp_activation_bytes(f, model.gated_mlp, act_bytes=a, input_bytes=q)
+    mlp = mlp_activation_bytes(f, model.gated_mlp, act_bytes=a, input_bytes=q) + (
+        gated_copies * a * f if model.gated_mlp else 0.0)
     sharded = tokens * (qkv + projection + mlp) / d.tp
     s = model.seq_len
     per_score = a + (_MASK_BYTES + a if model.dropout else 0.0)
@@ -155,6 +157,7 @@ def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
             "flash_attention": eff.flash_attention,
             "norm_bytes": 4.0 if eff.autocast else None,
             "projection_copies": kernel_style(eff).projection_copies,
+            "gated_copies": kernel_style(eff).gated_copies,
             "selective_policy": eff.selective_recompute}
 
 

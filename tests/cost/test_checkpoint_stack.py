@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost import DEFAULT_EFFICIENCY, Plan
+from cost import DEFAULT_EFFICIENCY, ModelSpec, Plan
 from cost.degrees import Degrees, degrees
 from cost.precision import state_bytes
-from cost.transformer_memory import footprint
+from cost.transformer_memory import activation_bytes_per_layer, activation_sizes, footprint
 from cost.transformer_time import layer_times, logits_s
 from tests.factories import cluster, gpt, run
 
@@ -34,15 +34,15 @@ def _one_gpu_mb1() -> Degrees:
 
 def test_compiled_loss_keeps_bf16_logits_and_their_bf16_gradient() -> None:
     """GPT-3's 51200-entry vocabulary, one micro-batch of 2048 tokens on one GPU: eager PyTorch
-    holds 14 bytes per logit at the loss, and so do compiled layers with an eager loss
-    (torchtitan); a compiled loss 2 + 2: 10 · 2048 · 51200 = 1,048,576,000 bytes fewer."""
+    holds 12 bytes per logit at the loss, and so do compiled layers with an eager loss
+    (torchtitan); a compiled loss 2 + 2: 8 · 2048 · 51200 = 838,860,800 bytes fewer."""
     d = _one_gpu_mb1()
     eager = footprint(gpt(), run(8), d, DEFAULT_EFFICIENCY.with_(kernels="eager"))
     layers = footprint(gpt(), run(8), d, DEFAULT_EFFICIENCY.with_(kernels="compiled"))
     compiled = footprint(gpt(), run(8), d, DEFAULT_EFFICIENCY.with_(
         kernels="compiled", cross_entropy="compiled"))
     assert float(eager.buffers_bytes) == pytest.approx(float(layers.buffers_bytes))
-    assert float(eager.buffers_bytes - compiled.buffers_bytes) == pytest.approx(1_048_576_000)
+    assert float(eager.buffers_bytes - compiled.buffers_bytes) == pytest.approx(838_860_800)
 
 
 def test_compiled_loss_streams_six_bytes_per_logit() -> None:
@@ -58,14 +58,13 @@ def test_compiled_loss_streams_six_bytes_per_logit() -> None:
 
 
 def test_full_recompute_rebuilds_a_layer_after_the_loss_has_freed_its_logits() -> None:
-    """One GPU, full recompute, eager: the loss holds 14 · 2048 · 51200 = 1,468,006,400 bytes
+    """One GPU, full recompute, eager: the loss holds 12 · 2048 · 51200 = 1,258,291,200 bytes
     of logits; rebuilding one GPT-3 layer later needs fewer, so the buffers are the logits
     alone (plus autocast's 16-bit weight copies, none here), not their sum."""
     d = degrees(cluster(1, gpus_per_node=1), run(8), Plan(tp=1, pp=1, recompute=np.array([2.0])))
     eff = DEFAULT_EFFICIENCY.with_(kernels="eager")
     held = footprint(gpt(), run(8), d, eff)
-    assert float(held.buffers_bytes[0]) == pytest.approx(14 * 2048 * 51200)
-
+    assert float(held.buffers_bytes[0]) == pytest.approx(12 * 2048 * 51200)
 
 
 def test_fused_adam_without_master_weights_keeps_fp32_moments() -> None:
@@ -75,3 +74,18 @@ def test_fused_adam_without_master_weights_keeps_fp32_moments() -> None:
                                   master_weights="none_fp32_moments")
     s = state_bytes("bf16", eff)
     assert (s.weight, s.gradient, s.optimizer) == (2.0, 2.0, 8.0)
+
+
+def test_eager_gated_mlp_keeps_the_silu_output_too() -> None:
+    """Llama-style MLP of width 8192, one micro-batch of 2048 tokens, no recompute: eager
+    `F.silu(a) * g` saves silu(a), 2 bytes · 8192 · 2048 = 33,554,432 bytes per layer more
+    than a fused SwiGLU; a GELU MLP keeps the same in both."""
+    d = degrees(cluster(1, gpus_per_node=1), run(8), Plan(tp=1, pp=1))
+    def per_layer(model: ModelSpec, kernels: str) -> float:
+        sizes = activation_sizes(run(8), DEFAULT_EFFICIENCY.with_(kernels=kernels))
+        sizes["projection_copies"] = 1.0
+        return float(activation_bytes_per_layer(model, d, **sizes))
+    llama = gpt(hidden=2048, heads=32, kv_heads=8, ffn_hidden=8192, gated_mlp=True)
+    plain = gpt(hidden=2048, heads=32, ffn_hidden=8192)
+    assert per_layer(llama, "eager") - per_layer(llama, "fused") == pytest.approx(33_554_432)
+    assert per_layer(plain, "eager") == pytest.approx(per_layer(plain, "fused"))
