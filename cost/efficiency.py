@@ -186,6 +186,16 @@ class Efficiency:
     Shah et al., "FlashAttention-3", 2024, sec. 1; the model scales `attention_fraction` by
     35/75). The ratio is Hopper's: on Ampere, where FlashAttention-2 is the fast kernel, keep
     "fused"."""
+    context_parallel: str = "megatron"
+    """How context parallelism exchanges keys and values (cost.transformer_time._cp_comm_s):
+    "megatron" (Megatron-Core / Transformer Engine ring attention: the unrepeated GQA keys and
+    values pass to the next rank while each step's attention runs) or "torch_allgather"
+    (torch.distributed.tensor.experimental.context_parallel as torchtitan runs it: the
+    default rotate method ALL_GATHER gathers every rank's keys and values once, hidden only
+    behind the first ring step; keys and values repeated to the query heads before SDPA;
+    each further step's output merged by logsumexp in fp32 and its gradients accumulated in
+    fp32, `_ContextParallelOptions(convert_to_f32=True, enable_load_balance=True,
+    rotate_method=ALL_GATHER)` in torch/distributed/tensor/experimental/_attention.py)."""
     reshard_after_forward: bool | str = True
     """ZeRO-3 / FSDP frees each layer's gathered weights after its forward and gathers them
     again for its backward, every micro-batch (FSDP's FULL_SHARD, FSDP2's default). False:

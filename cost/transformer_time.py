@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .attention import attention_shape
-from .collectives import all_gather_s, allreduce_s, group_link, reduce_scatter_s
+from .collectives import all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .errors import CostModelError
@@ -86,6 +86,8 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     attention, attention_backward = _attention_s(model, d, tokens, eff,
                                                  peak_flops_per_s=attention_peak,
                                                  hbm_bytes_per_s=hbm, act_bytes=act)
+    merge, merge_backward = _ring_merge_s(model, d, tokens, eff, hbm_bytes_per_s=hbm)
+    attention, attention_backward = attention + merge, attention_backward + merge_backward
     style = kernel_style(eff)
     hidden_passes = style.hidden_passes or eff.elementwise_passes_hidden
     ffn_passes = (style.ffn_passes or eff.elementwise_passes_ffn) + (
@@ -205,13 +207,52 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
                act_bytes: float, attention_s: Array) -> Array:
     """Context parallelism all-gathers the keys and values of the sequence (forward; backward
     again, and reduce-scatters their gradients), each hidden behind the attention it feeds
-    (ring attention, Liu et al. 2023; Megatron-Core's CP)."""
+    (ring attention, Liu et al. 2023; Megatron-Core's CP). PyTorch's context_parallel
+    (`stack.context_parallel: torch_allgather`) gathers keys and values repeated to every
+    query head once per forward and once per backward, hidden only behind the first of the cp
+    ring steps, and passes each step's key/value gradients to the next rank behind the next
+    step's backward (flash: 2.5 x the forward)."""
     cp_link = group_link(cluster, stride=d.tp, size=d.cp, fraction=eff.network_fraction)
     a = attention_shape(model)
+    forwards = 1.0 + np.where(d.recompute >= 1, 1.0, 0.0)
+    if eff.context_parallel == "torch_allgather":
+        kv_bytes = act_bytes * d.mb * model.seq_len * 2.0 * a.q_width / d.tp
+        gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
+        step = attention_s / d.cp
+        grads = (d.cp - 1.0) * exposed_s(
+            p2p_s(kv_bytes / d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s),
+            2.5 * step, slowdown=0.0)
+        return (forwards * exposed_s(gather, step, slowdown=0.0)
+                + exposed_s(gather, 2.5 * step, slowdown=0.0) + grads)
     kv_bytes = act_bytes * d.mb * model.seq_len * (a.k_width + a.v_width) / d.tp
     gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
-    cp_passes = 3.0 + np.where(d.recompute >= 1, 1.0, 0.0)  # fwd, bwd gather + grad scatter
-    return cp_passes * exposed_s(gather, attention_s, slowdown=0.0)
+    return (forwards + 2.0) * exposed_s(gather, attention_s, slowdown=0.0)
+
+
+_MERGE_BYTES = 38.0
+"""HBM bytes per output element of one logsumexp merge of a ring step's partial attention
+output into the fp32 running output (torch _SDPAMerger._merge_one): cast the bf16 block to
+fp32 (read 2, write 4); out - block (read 8, write 4); sigmoid(lse diff) · that (read 4,
+write 4); out - product (read 8, write 4)."""
+_GRAD_ACCUMULATE_BYTES = 20.0
+"""HBM bytes per query element of one ring step's fp32 gradient accumulation (torch
+_templated_ring_attention_backward, convert_to_f32): dq += step dq over the full query
+(read 4 + 2, write 4) and dk, dv over half the repeated key/value block (2 x 10 / 2)."""
+
+
+def _ring_merge_s(model: ModelSpec, d: Degrees, tokens: Array, eff: Efficiency, *,
+                  hbm_bytes_per_s: float) -> tuple[Array | float, Array | float]:
+    """Element-wise work of PyTorch's ring attention per layer and micro-batch (forward,
+    backward): the slowest rank of the load-balanced (head-tail) ring merges cp - 1 partial
+    outputs over its full query chunk and accumulates cp - 1 steps' gradients in fp32
+    (torch/distributed/tensor/experimental/_attention.py); Megatron-Core's ring merges inside
+    Transformer Engine's fused kernels (none here)."""
+    if eff.context_parallel != "torch_allgather":
+        return 0.0, 0.0
+    elements = (d.cp - 1.0) * tokens * attention_shape(model).out_width / d.tp
+    return (memory_bound_s(_MERGE_BYTES * elements, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff),
+            memory_bound_s(_GRAD_ACCUMULATE_BYTES * elements,
+                           hbm_bytes_per_s=hbm_bytes_per_s, eff=eff))
 
 
 _ATTENTION_KERNEL_SHARE = {"fused": 1.0, "flash2": 35.0 / 75.0}

@@ -295,6 +295,10 @@ class StackSection(Frozen):
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
+    - context_parallel: megatron (ring attention passing the keys and values beside each
+      step) or torch_allgather (PyTorch's context_parallel as torchtitan runs it: one exposed
+      all-gather of the repeated keys and values, fp32 logsumexp merges,
+      cost.efficiency.Efficiency.context_parallel);
     - reshard_after_forward: ZeRO-3/FSDP frees each layer's gathered weights after its forward
       (true, the default) or keeps them gathered through the step's micro-batches, whose
       gradients accumulate before one reduce-scatter (false: FSDP's SHARD_GRAD_OP with
@@ -320,6 +324,7 @@ class StackSection(Frozen):
     selective_recompute: Literal["attention", "op"] | None = None
     reshard_after_forward: Literal[True, False, "unless_pipelined"] | None = None
     attention_kernel: Literal["fused", "flash2"] | None = None
+    context_parallel: Literal["megatron", "torch_allgather"] | None = None
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
     offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None

@@ -36,7 +36,7 @@ def test_the_external_cases_do_not_get_worse() -> None:
     s = _summary(EXTERNAL)
     assert s["cases"] >= 130
     assert s["infeasible"] == [], s["infeasible"]
-    assert s["mean_abs_error"] <= 0.088 and s["max_abs_error"] <= 0.525, s
+    assert s["mean_abs_error"] <= 0.087 and s["max_abs_error"] <= 0.525, s
     # 11.4 %: torchtitan publishes reserved memory, above the live tensors the model counts
     assert s["memory"]["mean_abs_error"] <= 0.116, s["memory"]
 
