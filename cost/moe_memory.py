@@ -23,7 +23,7 @@ from .flops import attention_parameters, layer_parameters, mlp_parameters
 from .inputs import Array, TrainingSpec
 from .moe_layout import moe_stage_shape, stage_mix
 from .precision import activation_bytes, gemm_input_bytes, state_bytes
-from .software import kernel_style
+from .software import held_logits_bytes, kernel_style
 from .transformer_memory import (
     _buffers_bytes,
     activation_bytes_per_layer,
@@ -164,7 +164,6 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
     experts = expert_parameters_per_gpu(model, d, n_moe)
-    logits_bytes = 2.0 if eff.cross_entropy == "te" else style.logits_bytes
     shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
                                                    model.gated_mlp)
     one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
@@ -177,5 +176,6 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
         resident_params=2.0 * one_layer,
         activations_bytes=activations,
         buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
-                                     first_stage=activations, logits_bytes=logits_bytes,
+                                     first_stage=activations,
+                                     logits_bytes=held_logits_bytes(eff),
                                      sizes=sizes, rebuilt=rebuilt) + dispatch)

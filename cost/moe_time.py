@@ -25,11 +25,11 @@ from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
 from .precision import element_bytes, gemm_input_bytes
-from .software import kernel_style
 from .transformer_time import (
     _FP8_CAST_BYTES,
     LayerTimes,
     StageShape,
+    forward_kernels,
     host_s,
     layer_times,
     logits_s,
@@ -396,9 +396,8 @@ def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: A
     expert."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(device_s))
-    style = kernel_style(eff)
-    kernels = (style.forward_kernels + (style.gated_kernels if model.gated_mlp else 0.0)
-               + ROUTING_FORWARD_KERNELS + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
+    kernels = (forward_kernels(model, eff) + ROUTING_FORWARD_KERNELS
+               + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
     return np.maximum(kernels * eff.launch_s - device_s, 0.0)
 
 

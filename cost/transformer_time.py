@@ -163,6 +163,13 @@ def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: A
             memory_bound_s(per_element * backward, hbm_bytes_per_s=hbm_bytes_per_s, eff=eff))
 
 
+def forward_kernels(model: ModelSpec, eff: Efficiency) -> float:
+    """Kernels one layer's forward launches per micro-batch (cost.software's kernel style,
+    plus the gated MLP's own)."""
+    style = kernel_style(eff)
+    return style.forward_kernels + (style.gated_kernels if model.gated_mlp else 0.0)
+
+
 def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Array:
     """Host seconds to launch one micro-batch of `layers` layers: forward and backward kernels
     (cost.software), and under full recompute (and per-op selective checkpointing, which
@@ -173,7 +180,7 @@ def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Arra
         return np.zeros(np.shape(layers))
     style = kernel_style(eff)
     gated = style.gated_kernels if model.gated_mlp else 0.0
-    forward = style.forward_kernels + gated
+    forward = forward_kernels(model, eff)
     backward = style.backward_kernels + 2.0 * gated
     # per-op selective checkpointing replays the whole forward on the host too
     replayed = d.recompute >= (1 if eff.selective_recompute == "op" else 2)
