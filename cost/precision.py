@@ -43,6 +43,15 @@ def element_bytes(precision: str) -> dict[str, float]:
     }
 
 
+_BF16_OPTIMIZER_BYTES = {
+    "remainders": 10.0,  # the fp32 master is the bf16 weight and a 16-bit remainder
+    "none": 4.0,  # no master: Adam's two moments in the weights' bf16
+    "none_fp32_moments": 8.0,  # no master: Adam's two moments in fp32
+}
+"""Optimizer bytes per bf16 parameter by `stack.master_weights`, where the default keeps an
+fp32 master and fp32 moments (12; state_bytes)."""
+
+
 def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     """Bytes per parameter of weights, gradients and optimizer state.
 
@@ -69,12 +78,8 @@ def state_bytes(precision: str, eff: Efficiency) -> StateBytes:
     elif params == "fp8":
         weight = 1.0
     gradient = {"fp32": 4.0, "bf16": 2.0}.get(eff.main_grads or "", base["gradient"])
-    if eff.master_weights == "remainders" and weight == 2.0 and optimizer == 12.0:
-        optimizer = 10.0  # the fp32 master is the bf16 weight and a 16-bit remainder
-    if eff.master_weights == "none" and weight == 2.0 and optimizer == 12.0:
-        optimizer = 4.0  # no master: Adam's two moments in the weights' bf16
-    if eff.master_weights == "none_fp32_moments" and weight == 2.0 and optimizer == 12.0:
-        optimizer = 8.0  # no master: Adam's two moments in fp32
+    if weight == 2.0 and optimizer == 12.0:  # bf16 weights, fp32 master and moments
+        optimizer = _BF16_OPTIMIZER_BYTES.get(eff.master_weights, optimizer)
     return StateBytes(weight=weight, gradient=gradient, optimizer=optimizer)
 
 
