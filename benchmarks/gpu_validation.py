@@ -8,7 +8,7 @@ it: the model, one H100, the plan, and a `stack` saying what that software does 
 under autocast, eager or compiled kernels). Printed per run: measured and predicted step time,
 measured (allocated) and predicted peak memory, and whether the model agrees that it fit.
 
-    python benchmarks/gpu_validation.py [--folder PATH] [--json]
+    python benchmarks/gpu_validation.py [--folder PATH] [--json] [--pairs]
 """
 
 from __future__ import annotations
@@ -97,12 +97,47 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def pairs(runs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Differences between two measured runs of one model, beside the model's own: eager less
+    compiled at micro-batch 4 without recompute (what the compiled kernels and loss save), and
+    micro-batch 4 less micro-batch 8 over the two extra micro-batches (what one micro-batch
+    costs beside its tokens). Each difference isolates terms the step time mixes."""
+    timed = {(r["model"], r["micro_batch"], r["recompute"], r["compiled"]): (r, p)
+             for r, p in zip(runs, rows, strict=True) if r.get("step_s")}
+    out = []
+    for (model, mb, recompute, compiled), (run, row) in sorted(timed.items()):
+        if mb == 4 and recompute == "none" and not compiled and (model, 4, "none", True) in timed:
+            other, other_row = timed[(model, 4, "none", True)]
+            out.append({"model": model, "pair": "eager - compiled, mb4",
+                        "measured_s": run["step_s"] - other["step_s"],
+                        "predicted_s": row["predicted_s"] - other_row["predicted_s"]})
+        if mb == 4 and not compiled and (model, 8, recompute, False) in timed:
+            other, other_row = timed[(model, 8, recompute, False)]
+            out.append({"model": model, "pair": f"(mb4 - mb8) / 2, {recompute}",
+                        "measured_s": (run["step_s"] - other["step_s"]) / 2.0,
+                        "predicted_s": (row["predicted_s"] - other_row["predicted_s"]) / 2.0})
+    return out
+
+
+def _print_pairs(found: list[dict[str, Any]]) -> None:
+    print(f"{'model':<10} {'pair':<28} {'measured s':>10} {'predicted':>9}")
+    for p in found:
+        print(f"{p['model']:<10} {p['pair']:<28} {p['measured_s']:>10.4f} "
+              f"{p['predicted_s']:>9.4f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--folder", type=Path, default=DEFAULT_FOLDER)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--pairs", action="store_true",
+                        help="print measured and predicted differences between paired runs")
     args = parser.parse_args(argv)
-    rows = [predict(r) for r in load(args.folder)]
+    runs = load(args.folder)
+    rows = [predict(r) for r in runs]
+    if args.pairs:
+        _print_pairs(pairs(runs, rows))
+        return 0
     s = summary(rows)
     if args.json:
         print(json.dumps({"summary": s, "runs": rows}, indent=1))
