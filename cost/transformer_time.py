@@ -281,12 +281,12 @@ def exponential_bound(model: ModelSpec, flops_per_exponential: float | None
     backward recomputes P = exp(S - L)). The exponentials run on the multi-function units, 16
     per clock per SM on Ampere, Hopper and Blackwell (CUDA C++ Programming Guide, arithmetic
     instruction throughput, exp2 for compute capability 8.0-10.0), 32 on Blackwell Ultra;
-    FlashAttention-3 (Shah et al. 2024, sec. 3.1) overlaps them with the matmuls (ping-pong
+    FlashAttention-3 (Shah et al. 2024, sec. 3) overlaps them with the matmuls (ping-pong
     warpgroups), so the slower of the two pipes sets the kernel's time, each at the kernel's
     achieved share of its rate: the forward takes max(1, E / F) of its matmul time, the
     backward max(1, E / (2.5·F)), where F is the FLOPs per score and E the GPU's bf16 tensor
     FLOPs per exponential (GPUSpec.flops_per_exponential: 4096 / 16 = 256 on an H100, so a
-    64-wide head is just balanced, FlashAttention-3 sec. 3.1; 8192 / 16 = 512 on a B200,
+    64-wide head is just balanced, FlashAttention-3 sec. 3; 8192 / 16 = 512 on a B200,
     FlashAttention-4, Zadouri et al. 2026, where a 128-wide head is balanced and a 64-wide
     one's forward takes twice its matmul time)."""
     if not flops_per_exponential:
