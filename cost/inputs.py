@@ -50,6 +50,7 @@ class GPUSpec:
     gemm_fraction: float | None = None  # sustained share of peak in training GEMMs, if known
     layers_fraction: float | None = None  # the same for a layers model's convolutions, if known
     l2_cache_bytes: float | None = None  # the L2 cache, if cited
+    flops_per_exponential: float | None = None  # bf16 tensor FLOPs per exponential, if cited
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_for(self, precision: str) -> float:

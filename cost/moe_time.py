@@ -12,6 +12,7 @@ the transformer's layers; the logits and the loss are the transformer's too.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +25,7 @@ from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
-from .precision import element_bytes, gemm_input_bytes
+from .precision import element_bytes, gemm_input_bytes, state_bytes
 from .transformer_time import (
     _FP8_CAST_BYTES,
     LayerTimes,
@@ -137,7 +138,7 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     full, selective = d.recompute >= 2, d.recompute >= 1
     forward = base.forward_s + work["forward"]
     backward = base.backward_s + 2.0 * (work["forward"] - work["quantise"]) \
-        + work["quantise_backward"]
+        + work["quantise_backward"] + work["wgrad_extra"]
     redone = work["activation"] + _selective_extra_s(model, cluster, training, d, eff,
                                                      tokens=shape.tokens_per_micro_batch,
                                                      act_bytes=act)
@@ -215,12 +216,16 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
     local_experts = model.experts / d.ep
     per_expert = routed * d.etp / local_experts
     experts: Value = 0.0
+    wgrad: Value = 0.0
+    grad_bytes = state_bytes(training.precision, eff).gradient
     for g in mlp_gemms(h, model.expert_ffn_hidden, model.gated_mlp):
         k, n = g.per_gpu(d.etp)
-        experts = experts + grouped_gemm_s(
-            local_experts, per_expert, k, n, peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
-            element_bytes=gemm_input_bytes(training.precision), fraction=fraction, eff=eff,
-            padded=model.routes, rate_ratio=ratio)
+        gemm = partial(grouped_gemm_s, local_experts, per_expert, k, n,
+                       peak_flops_per_s=peak, hbm_bytes_per_s=hbm,
+                       element_bytes=gemm_input_bytes(training.precision), fraction=fraction,
+                       eff=eff, padded=model.routes, rate_ratio=ratio)
+        experts = experts + gemm()
+        wgrad = wgrad + gemm(accumulate_bytes=grad_bytes)
     activation = np.asarray(memory_bound_s(
         act_bytes * eff.elementwise_passes_ffn * routed * model.expert_ffn_hidden,
         hbm_bytes_per_s=hbm, eff=eff))
@@ -228,7 +233,8 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
                                                       hbm_bytes_per_s=hbm)
     return {"forward": router + permute + experts + activation + quantise,
             "activation": activation, "quantise": quantise,
-            "quantise_backward": quantise_backward}
+            "quantise_backward": quantise_backward,
+            "wgrad_extra": np.asarray(wgrad - experts)}
 
 
 def _expert_fp8_casts_s(model: MoEModelSpec, training: TrainingSpec, d: Degrees,
@@ -266,7 +272,8 @@ GROUPED_TILE_ROWS = 128.0
 
 def grouped_gemm_s(groups: Value, m: Value, k: Value, n: Value, *, peak_flops_per_s: float,
                    hbm_bytes_per_s: float, element_bytes: float, fraction: float,
-                   eff: Efficiency, padded: bool = True, rate_ratio: float = 1.0) -> Array:
+                   eff: Efficiency, padded: bool = True, rate_ratio: float = 1.0,
+                   accumulate_bytes: float = 0.0) -> Array:
     """`groups` GEMMs of (m x k) @ (k x n), one per local expert, in one grouped kernel
     (Transformer Engine's grouped GEMM, CUTLASS, DeepGEMM): the tiles of every group fill the
     GPU together, so cost.kernels' saturating shape factor sees their rows stacked
@@ -274,15 +281,26 @@ def grouped_gemm_s(groups: Value, m: Value, k: Value, n: Value, *, peak_flops_pe
     group's weights. Roofline: the slower of the two (MegaBlocks, Gale et al. 2023, sec. 5:
     grouped and block-sparse expert kernels run near dense-GEMM throughput). Not `padded`:
     a single expert is a plain GEMM of the routed tokens. `rate_ratio`: the format's peak over
-    the 16-bit one, lengthening the half-dimension as cost.kernels.gemm_s does."""
+    the 16-bit one, lengthening the half-dimension as cost.kernels.gemm_s does.
+
+    `accumulate_bytes` > 0: the weight-gradient GEMM of the same shapes (the same FLOPs,
+    reducing over each group's m rows), which reads its two activation operands and adds its
+    groups·k·n output into the persistent gradient buffer of that many bytes per element,
+    read and written every micro-batch (Megatron-Core's gradient_accumulation_fusion:
+    Transformer Engine's GroupedLinear writes the wgrad into `main_grad` with accumulate;
+    autograd's .grad accumulation reads and writes it too). Few rows per expert (many local
+    experts, small micro-batches) make it memory-bound."""
     rows = groups * m
     fill = np.where((m > 0) & padded,
                     m / (np.ceil(m / GROUPED_TILE_ROWS) * GROUPED_TILE_ROWS), 1.0)
     half_dim = eff.gemm_half_dim * rate_ratio
     rate = peak_flops_per_s * fraction * gemm_shape_factor(rows, k, n, half_dim) * fill
     compute_s = 2.0 * rows * k * n / np.maximum(rate, 1e-30)
-    memory_s = (element_bytes * (rows * k + groups * k * n + rows * n)
-                / (hbm_bytes_per_s * eff.hbm_fraction))
+    weights = groups * k * n
+    moved = np.where(accumulate_bytes > 0.0,
+                     element_bytes * (rows * k + rows * n) + 2.0 * accumulate_bytes * weights,
+                     element_bytes * (rows * k + weights + rows * n))
+    memory_s = moved / (hbm_bytes_per_s * eff.hbm_fraction)
     return np.maximum(compute_s, memory_s)
 
 

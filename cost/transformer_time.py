@@ -24,7 +24,8 @@ from .workload import StageCost
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["LayerTimes", "StageShape", "layer_times", "logits_s", "stage_cost", "stage_shape"]
+__all__ = ["LayerTimes", "StageShape", "exponential_bound", "layer_times", "logits_s", "stage_cost",
+           "stage_shape"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +86,8 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
         gemms = gemms + last_gemm
     attention, attention_backward = _attention_s(model, d, tokens, eff,
                                                  peak_flops_per_s=attention_peak,
-                                                 hbm_bytes_per_s=hbm, act_bytes=act)
+                                                 hbm_bytes_per_s=hbm, act_bytes=act,
+                                                 flops_per_exponential=gpu.flops_per_exponential)
     merge, merge_backward = _ring_merge_s(model, d, tokens, eff, hbm_bytes_per_s=hbm)
     attention, attention_backward = attention + merge, attention_backward + merge_backward
     style = kernel_style(eff)
@@ -268,21 +270,51 @@ _ATTENTION_KERNEL_SHARE = {"fused": 1.0, "flash2": 35.0 / 75.0}
 (Shah et al. 2024, sec. 1)."""
 
 
+def exponential_bound(model: ModelSpec, flops_per_exponential: float | None
+                      ) -> tuple[float, float]:
+    """How much longer than its matmuls a flash-attention kernel runs, forward and backward,
+    where the softmax's exponentials are the slower pipe (1.0 where they are not, or where the
+    GPU's rate is not cited).
+
+    Each score costs 2·(qk_head_dim + v_head_dim) matmul FLOPs forward (QK^T and P·V; 5/2 of
+    that backward, which recomputes QK^T) and one exponential forward and one backward (the
+    backward recomputes P = exp(S - L)). The exponentials run on the multi-function units, 16
+    per clock per SM on Ampere, Hopper and Blackwell (CUDA C++ Programming Guide, arithmetic
+    instruction throughput, exp2 for compute capability 8.0-10.0), 32 on Blackwell Ultra;
+    FlashAttention-3 (Shah et al. 2024, sec. 3) overlaps them with the matmuls (ping-pong
+    warpgroups), so the slower of the two pipes sets the kernel's time, each at the kernel's
+    achieved share of its rate: the forward takes max(1, E / F) of its matmul time, the
+    backward max(1, E / (2.5·F)), where F is the FLOPs per score and E the GPU's bf16 tensor
+    FLOPs per exponential (GPUSpec.flops_per_exponential: 4096 / 16 = 256 on an H100, so a
+    64-wide head is just balanced, FlashAttention-3 sec. 3; 8192 / 16 = 512 on a B200,
+    FlashAttention-4, Zadouri et al. 2026, where a 128-wide head is balanced and a 64-wide
+    one's forward takes twice its matmul time)."""
+    if not flops_per_exponential:
+        return 1.0, 1.0
+    a = attention_shape(model)
+    per_score = 2.0 * (a.qk_head_dim + a.v_head_dim)
+    return (max(1.0, flops_per_exponential / per_score),
+            max(1.0, flops_per_exponential / (2.5 * per_score)))
+
+
 def _attention_s(
     model: ModelSpec, d: Degrees, tokens: Array, eff: Efficiency, *, peak_flops_per_s: float,
-    hbm_bytes_per_s: float, act_bytes: float,
+    hbm_bytes_per_s: float, act_bytes: float, flops_per_exponential: float | None = None,
 ) -> tuple[Array, Array]:
     """Forward and backward seconds of the attention core of one layer and micro-batch.
 
     Flash attention (Dao et al. 2022) skips the masked half of causal scores and keeps them out
-    of HBM; its backward recomputes QK^T: 2.5 x the forward's matmuls. Unfused attention
-    computes all s x s scores and streams them through HBM `softmax_passes` times; backward 2x."""
+    of HBM; its backward recomputes QK^T: 2.5 x the forward's matmuls. Where the GPU's
+    exponentials are slower than a score's matmuls (exponential_bound) the softmax sets the
+    pace. Unfused attention computes all s x s scores and streams them through HBM
+    `softmax_passes` times; backward 2x."""
     core = attention_core_flops(model, tokens, model.seq_len) / d.tp
     rate = peak_flops_per_s * eff.attention_fraction * _ATTENTION_KERNEL_SHARE.get(
         eff.attention_kernel, 1.0)
     if eff.flash_attention:
-        forward = 0.5 * core / rate
-        return forward, 2.5 * forward
+        matmuls = 0.5 * core / rate
+        forward_bound, backward_bound = exponential_bound(model, flops_per_exponential)
+        return matmuls * forward_bound, matmuls * 2.5 * backward_bound
     scores = act_bytes * d.mb * model.heads / d.tp * (model.seq_len / d.cp) * model.seq_len
     forward = core / rate + memory_bound_s(eff.softmax_passes * scores,
                                            hbm_bytes_per_s=hbm_bytes_per_s, eff=eff)
