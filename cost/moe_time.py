@@ -329,7 +329,8 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     """One micro-batch on the slowest stage: the fullest stage, or the last with its ends (the
     logits and loss, and the multi-token-prediction modules: an MoE layer, a 2h x h
     projection and the logits again each, DeepSeek-V3 report sec. 2.2) where that is slower,
-    as cost.transformer_time.stage_cost; the layers split as cost.moe_layout says."""
+    as cost.transformer_time.stage_cost (a stage's time the longer of its device and launch
+    times); the layers split as cost.moe_layout says."""
     shape = moe_stage_shape(model, d)
     moe, ep_comm, wait = expert_layer_times(model, cluster, training, d, eff, shape=shape)
     dense = layer_times(model, cluster, training, d, eff, shape=shape)
@@ -351,7 +352,14 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     full_moe, full_dense = stage_mix(model, full)
     last_moe, last_dense = stage_mix(model, last)
     last_moe = last_moe + mtp
-    last_slower = busy(last_moe, last_dense) + ends >= busy(full_moe, full_dense)
+
+    def stage_s(n_moe: Value, n_dense: Value, ends: Value) -> Array:
+        """The longer of running and launching the stage's kernels, plus the GPU's waits for
+        the host (cost.schedule.launch_bound_s)."""
+        launch = host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, d, eff, n_moe)
+        return np.maximum(busy(n_moe, n_dense) + ends, launch) + n_moe * wait
+
+    last_slower = stage_s(last_moe, last_dense, ends) >= stage_s(full_moe, full_dense, 0.0)
     n_moe = np.where(last_slower, last_moe, full_moe)
     n_dense = np.where(last_slower, last_dense, full_dense)
     ends = np.where(last_slower, ends, 0.0)

@@ -342,14 +342,19 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
                eff: Efficiency) -> StageCost:
     """One micro-batch on the slowest stage: the last (its layers plus the logits), or a
     middle one where the last gave a layer to the loss (cost.transformer's
-    embedding_and_loss_split) and the logits take less time than that layer."""
+    embedding_and_loss_split) and the logits take less time than that layer. A stage's time
+    is the longer of its device time and its host's launch time (cost.schedule's
+    launch_bound_s), so a launch-bound pipeline's slowest stage is the one with most layers."""
     shape = stage_shape(model, d)
     layer = layer_times(model, cluster, training, d, eff, shape=shape)
     logits = logits_s(model, cluster, training, shape.tokens_per_micro_batch, d, eff)
     per_layer = (layer.forward_s + layer.backward_s + layer.recompute_s + layer.tp_comm_s
                  + layer.cp_comm_s)
-    last_slower = ((shape.last_stage_layers * per_layer + logits)
-                   >= shape.layers_per_stage * per_layer)
+    # a stage takes the longer of running and launching its kernels (launch_bound_s)
+    last_slower = (np.maximum(shape.last_stage_layers * per_layer + logits,
+                              host_s(model, d, eff, shape.last_stage_layers))
+                   >= np.maximum(shape.layers_per_stage * per_layer,
+                                 host_s(model, d, eff, shape.layers_per_stage)))
     layers = np.where(last_slower, shape.last_stage_layers, shape.layers_per_stage)
     logits = np.where(last_slower, logits, 0.0)
     act = element_bytes(training.precision)["activation"]

@@ -153,3 +153,23 @@ def test_mfu_counts_causal_attention_as_computed_and_palm_counts_it_all() -> Non
     palm = model_flops_per_token(model, causal=False)
     assert palm - causal == pytest.approx(6 * 80 * H * 131072)
     assert float(report.mfu_palm) / float(report.mfu) == pytest.approx(palm / causal)
+
+
+def test_a_launch_bound_pipeline_is_as_slow_as_its_fullest_stage() -> None:
+    """30 layers on 8 stages count the embedding and the loss as a layer each: 4 layers a
+    stage, 3 on the last, whose logits over a 256k vocabulary run longer than a layer (the
+    last stage is the slowest on the device). Where launching kernels takes longer than
+    running them (eager, 1 ms a kernel), the slowest stage is the one with 4 layers:
+    its host time is 4 layers' (it was the last stage's 3 while stages were compared by device
+    time only, so a slower layer could make the step faster)."""
+    from cost.transformer_time import stage_cost, stage_shape
+
+    model, c, t = gpt(layers=30, vocab=256000), cluster(8), run(64)
+    d = degrees(c, t, Plan(tp=8, pp=8))
+    shape = stage_shape(model, d)
+    assert (float(shape.layers_per_stage), float(shape.last_stage_layers)) == (4.0, 3.0)
+    assert float(stage_cost(model, c, t, d, DEFAULT_EFFICIENCY).units) == 3.0
+    eff = DEFAULT_EFFICIENCY.with_(kernels="eager", launch_s=1e-3)
+    stage = stage_cost(model, c, t, d, eff)
+    assert float(stage.units) == 4.0
+    assert float(stage.host_s) == pytest.approx(float(host_s(model, d, eff, np.float64(4.0))))
