@@ -356,7 +356,8 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     def stage_s(n_moe: Value, n_dense: Value, ends: Value) -> Array:
         """The longer of running and launching the stage's kernels, plus the GPU's waits for
         the host (cost.schedule.launch_bound_s)."""
-        launch = host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, d, eff, n_moe)
+        layers = np.asarray(n_moe + n_dense, dtype=np.float64)
+        launch = host_s(model, d, eff, layers) + _routing_host_s(model, d, eff, n_moe)
         return np.maximum(busy(n_moe, n_dense) + ends, launch) + n_moe * wait
 
     last_slower = stage_s(last_moe, last_dense, ends) >= stage_s(full_moe, full_dense, 0.0)
