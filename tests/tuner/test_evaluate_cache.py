@@ -38,7 +38,7 @@ def _uncached(spec: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
 
 
 def _entries() -> list[Path]:
-    return sorted(Path(os.environ[evaluated.CACHE_ENV]).glob("*.pickle"))
+    return sorted((Path(os.environ[evaluated.CACHE_ENV]) / "evaluate").glob("*.pickle"))
 
 
 def _copy(tmp_path: Path, name: str = "spec.yaml") -> Path:

@@ -11,10 +11,10 @@ lists the other files the spec read (its calibration profile) with their digests
 any of them, or its removal, is a miss. Only results are kept, never errors: a spec that does
 not load or evaluate is read and reported afresh each time.
 
-Entries are pickles under `$TUNER_CACHE_DIR`, else `$XDG_CACHE_HOME/cluster-tuner/evaluate`,
-else `~/.cache/cluster-tuner/evaluate`, written whole (a temporary file renamed into place);
-`TUNER_CACHE_DIR=off` turns the cache off. A cache that cannot be read or written is no
-cache: the spec is evaluated as without one."""
+Entries are pickles in the folder `evaluate` of the cache folder: `$TUNER_CACHE_DIR`, else
+`$XDG_CACHE_HOME/cluster-tuner`, else `~/.cache/cluster-tuner`; written whole (a temporary
+file renamed into place); `TUNER_CACHE_DIR=off` turns the cache off. A cache that cannot be
+read or written is no cache: the spec is evaluated as without one."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def cache_dir() -> Path | None:
     if chosen == "off":
         return None
     if chosen:
-        return Path(chosen)
+        return Path(chosen) / "evaluate"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "cluster-tuner" / "evaluate"
 
