@@ -47,29 +47,34 @@ def _copy(tmp_path: Path, name: str = "spec.yaml") -> Path:
     return spec
 
 
-def _pydantic_imported(spec: Path) -> bool:
+def _imported(spec: Path) -> list[str]:
+    """Which of numpy, pydantic and PyYAML `tuner evaluate SPEC` imports, in a new process."""
     probe = ("import sys\nfrom tuner.cli import main\n"
              f"try:\n    main(['evaluate', {str(spec)!r}])\nexcept SystemExit:\n    pass\n"
-             "print('pydantic' in sys.modules)")
+             "print('imported:', *(m for m in ('numpy', 'pydantic', 'yaml') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                           text=True, check=True)
-    return done.stdout.strip().splitlines()[-1] == "True"
+    return done.stdout.strip().splitlines()[-1].split()[1:]
 
 
-def test_a_second_evaluation_is_read_without_pydantic(tmp_path: Path) -> None:
+def test_a_second_evaluation_is_read_without_pydantic_or_numpy(tmp_path: Path) -> None:
     spec = _copy(tmp_path)
-    assert _pydantic_imported(spec)
+    assert _imported(spec) == ["numpy", "pydantic", "yaml"]
     assert len(_entries()) == 1
-    assert not _pydantic_imported(spec)
+    assert _imported(spec) == []
 
 
 def test_the_cached_answer_is_the_evaluated_one(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = _copy(tmp_path)
-    first = CliRunner().invoke(main, ["evaluate", str(spec)]).stdout
-    assert _json(spec) == _uncached(spec, monkeypatch)
-    assert CliRunner().invoke(main, ["evaluate", str(spec)]).stdout == first
-    assert len(_entries()) == 1
+    spec, other = _copy(tmp_path), _copy(tmp_path, "other.yaml")
+    for args in (["evaluate", str(spec)], ["evaluate", str(spec), "--json"],
+                 ["evaluate", str(spec), str(other), "--json"]):
+        with monkeypatch.context() as m:
+            m.setenv(evaluated.CACHE_ENV, "off")
+            uncached = CliRunner().invoke(main, args).stdout
+        first, second = (CliRunner().invoke(main, args).stdout for _ in range(2))
+        assert uncached == first == second, args
+    assert len(_entries()) == 2
 
 
 def test_a_changed_spec_is_evaluated_again(tmp_path: Path,

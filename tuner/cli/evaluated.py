@@ -1,5 +1,7 @@
-"""A cache of `tuner evaluate`'s results, so that evaluating an unchanged spec again neither
-imports pydantic nor validates the spec (Python's bytecode cache does the same for modules).
+"""A cache of `tuner evaluate`'s answers, so that evaluating an unchanged spec again imports
+neither pydantic, PyYAML, numpy nor the cost model, and validates and evaluates nothing
+(Python's bytecode cache does the same for modules): an entry holds the spec's table and its
+JSON as the command shows them, which are a function of the spec and the code alone.
 
 A spec's entry is found by a digest of the spec file (its bytes and its absolute path, which
 gives the study's default name and the folder a relative `calibration` path is read from) and
@@ -22,6 +24,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import json
 import os
 import pickle
 import sys
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["CACHE_ENV", "Evaluated", "cache_dir", "code_digest", "code_digest_of",
-           "file_digest", "load", "read_or_none", "store"]
+           "file_digest", "load", "read_or_none", "store", "to_json"]
 
 CACHE_ENV = "TUNER_CACHE_DIR"
 _PACKAGES = ("cost", "search_spaces", "tuner")
@@ -42,13 +45,19 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 @dataclass(frozen=True)
 class Evaluated:
-    """What `tuner evaluate` shows of one spec: its name, its training tokens (a float) and
-    its result (cost.PlanResult), with the files it read besides the spec and their sha256."""
+    """What `tuner evaluate` shows of one spec: its table (`text`) and its SPEC.md JSON as
+    builtin values (`value`, inf and NaN already null), with the files it read besides the
+    spec and their sha256."""
 
-    name: str
-    tokens: float
-    result: Any
+    text: str
+    value: Any
     reads: tuple[tuple[str, str], ...] = ()
+
+
+def to_json(value: Any) -> str:
+    """tuner.views.text.to_json of values already finite (which it leaves as they are), without
+    importing the views (and through them the cost model and numpy)."""
+    return json.dumps(value, indent=2, allow_nan=False)
 
 
 def cache_dir() -> Path | None:
