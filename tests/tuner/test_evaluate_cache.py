@@ -159,3 +159,17 @@ def test_a_bad_spec_is_never_cached(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["evaluate", str(spec)])
         assert result.exit_code == 2
     assert _entries() == []
+
+
+@pytest.mark.parametrize("env", [{"TUNER_CACHE_DIR": "/x/cache"}, {"TUNER_CACHE_DIR": "off"},
+                                 {"XDG_CACHE_HOME": "/x/xdg"}, {"HOME": "/x/home"}])
+def test_the_folder_is_the_one_the_studies_caches_use(env: dict[str, str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from studies.identity import cache_root
+
+    for name in ("TUNER_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    root = cache_root()
+    assert evaluated.cache_dir() == (root / "evaluate" if root is not None else None)

@@ -61,7 +61,9 @@ def to_json(value: Any) -> str:
 
 
 def cache_dir() -> Path | None:
-    """The folder of the entries, or None when TUNER_CACHE_DIR is `off`."""
+    """The folder of the entries, or None when TUNER_CACHE_DIR is `off`: `evaluate` in the
+    folder studies.identity.cache_root names (the same rule, written here again because
+    importing `studies` imports SQLAlchemy, which this cache is there to spare)."""
     chosen = os.environ.get(CACHE_ENV)
     if chosen == "off":
         return None
