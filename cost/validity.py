@@ -9,7 +9,6 @@ the values a search space offers (allowed_values) and the alternatives a message
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -360,11 +359,12 @@ def _passing(rule: Rule, values: Mapping[str, Sequence[float]], cluster: Cluster
     """For each knob `rule` reads, its values that pass the rule with some combination of
     the other knobs' `values`."""
     names = list(rule.knobs)
-    grid = np.array(list(itertools.product(*(values[n] for n in names))),
-                    dtype=np.float64).reshape(-1, len(names))
+    axes = np.meshgrid(*(np.asarray(values[n], dtype=np.float64) for n in names),
+                       indexing="ij")  # every combination, in itertools.product's order
+    grid = np.stack([a.ravel() for a in axes], axis=1)
     given = dict(zip(names, grid.T, strict=True))
     plan = Plan(**{k.name: given.get(k.name, np.float64(values[k.name][0])) for k in KNOBS})
     gpus = given.get("gpus", np.asarray(values["gpus"][0], dtype=np.float64))
     d = degrees(cluster.with_(nodes=gpus / np.asarray(cluster.gpus_per_node)), training, plan)
     ok = ~np.broadcast_to(rule.broken(d), (grid.shape[0],))
-    return {n: set(grid[ok, i].tolist()) for i, n in enumerate(names)}
+    return {n: set(np.unique(grid[ok, i]).tolist()) for i, n in enumerate(names)}

@@ -111,12 +111,20 @@ class StudySpec(Frozen):
         spec's file) or the defaults, with the features of the spec's `stack`."""
         return self.stack.apply(self._profile())
 
-    def _profile(self) -> Efficiency:
+    def calibration_path(self) -> Path | None:
+        """The calibration profile's file (`calibration`, relative to the spec's file), or
+        None when the spec names none."""
         if self.calibration is None:
-            return DEFAULT_EFFICIENCY
+            return None
         path = Path(self.calibration)
         if not path.is_absolute() and self.file:
             path = Path(self.file).parent / path
+        return path
+
+    def _profile(self) -> Efficiency:
+        path = self.calibration_path()
+        if path is None:
+            return DEFAULT_EFFICIENCY
         try:
             return load_profile(path)
         except SpecError as err:

@@ -12,11 +12,15 @@ not move it, any change of a formula does).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import dis
 import functools
 import hashlib
 import json
+import os
+import sys
+import tempfile
 from pathlib import Path
 from types import CodeType
 from typing import Any
@@ -24,7 +28,11 @@ from typing import Any
 import cost
 from search_spaces import StudySpec, gpu_catalog, is_choice
 
-__all__ = ["code_digest", "cost_model_version", "problem", "problem_differences", "problem_digest"]
+__all__ = ["CACHE_ENV", "cache_root", "cached_code_digest", "code_digest", "cost_model_version",
+           "problem", "problem_differences", "problem_digest"]
+
+CACHE_ENV = "TUNER_CACHE_DIR"
+"""The cache folder of cluster-tuner, or `off` (tuner.cli.evaluated reads the same variable)."""
 
 _NOT_THE_PROBLEM = {"name", "search"}
 _NOP = dis.opmap["NOP"]
@@ -34,8 +42,55 @@ _SHOWN = 3
 @functools.cache
 def cost_model_version() -> str:
     """`COST_MODEL_VERSION+<12 hex>`: the digest of every module of the `cost` package as
-    compiled code, in file-name order (code_digest)."""
-    return f"{cost.COST_MODEL_VERSION}+{code_digest(Path(cost.__file__).parent)[:12]}"
+    compiled code, in file-name order (code_digest, through its cache)."""
+    return f"{cost.COST_MODEL_VERSION}+{cached_code_digest(Path(cost.__file__).parent)[:12]}"
+
+
+def cache_root() -> Path | None:
+    """The user's cache folder of cluster-tuner: `$TUNER_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/cluster-tuner`, else `~/.cache/cluster-tuner`; None when TUNER_CACHE_DIR
+    is `off` (the XDG Base Directory Specification's cache home)."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cluster-tuner"
+
+
+def cached_code_digest(folder: Path) -> str:
+    """code_digest(folder), kept in the cache folder (`code-digest/`) under a key of what it is
+    a function of: the files' paths and bytes and Python's version and bytecode tag. Hashing
+    the bytes takes milliseconds where compiling every module takes a tenth of a second, and
+    opening a study waits for it. A cache that cannot be read or written is no cache."""
+    key = hashlib.sha256(repr((sys.version, sys.implementation.cache_tag)).encode())
+    for path in sorted(folder.rglob("*.py")):
+        data = path.read_bytes()
+        key.update(repr((str(path.relative_to(folder)), len(data))).encode() + data)
+    root = cache_root()
+    entry = root / "code-digest" / key.hexdigest() if root is not None else None
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        kept = entry.read_text(encoding="ascii").strip() if entry is not None else ""
+        if len(kept) == 64 and all(c in "0123456789abcdef" for c in kept):
+            return kept
+    digest = code_digest(folder)
+    if entry is not None:
+        _write_whole(entry, digest)
+    return digest
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file renamed into place; nothing if it fails."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="ascii") as out:
+                out.write(text)
+            os.replace(temporary, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def code_digest(folder: Path) -> str:

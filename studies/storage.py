@@ -23,6 +23,7 @@ from .journal import StampingJournalStorage
 from .readonly import read_only_url, writable
 from .recovery import fail_silent_trials
 from .retry import RetryingSQLiteStorage
+from .template import copy_template
 
 __all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_STORAGE_URL", "ENV_VAR", "JOURNAL_SCHEME",
            "directory_problem", "fail_silent_trials", "open_storage", "redact_url",
@@ -134,7 +135,8 @@ def open_storage(
     read_only: bool = False,
 ) -> optuna.storages.BaseStorage:
     """Open (creating the tables or file if needed) the storage at `url`: an RDBStorage for a
-    SQLAlchemy URL, a JournalStorage for `journal:///PATH` or a `.log`/`.journal` path.
+    SQLAlchemy URL, a JournalStorage for `journal:///PATH` or a `.log`/`.journal` path. A new
+    SQLite file is a copy of the empty database Optuna made once (studies.template).
 
     With `heartbeat_interval_s` (seconds), running trials of an RDB storage beat; one silent
     for `grace_period_s` (default twice the interval) is failed and retried up to `max_retry`
@@ -156,7 +158,8 @@ def open_storage(
         _prepare_dir(url, path)
     if journal is not None:
         return _open_journal(url, journal.expanduser())
-    if path is not None and create:
+    copied = path is not None and create and copy_template(path.expanduser())
+    if path is not None and create and not copied:
         _write_ahead_log(url, path.expanduser())
     try:
         with warnings.catch_warnings():  # heartbeats are experimental in Optuna 5
@@ -165,7 +168,8 @@ def open_storage(
                 optuna.storages.RDBStorage
             return storage_class(
                 url, engine_kwargs=_engine_kwargs(url, path is not None),
-                **_heartbeat(heartbeat_interval_s, grace_period_s, max_retry))
+                **_heartbeat(heartbeat_interval_s, grace_period_s, max_retry),
+                skip_table_creation=copied, skip_compatibility_check=copied)
     except Exception as err:
         raise _storage_error(url, err) from err
 

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from studies.identity import code_digest
+import pytest
+
+from studies.identity import CACHE_ENV, cache_root, cached_code_digest, code_digest
 
 FORMULA = '''
 def bubble_s(stages, virtual, microbatch_s):
@@ -61,3 +63,29 @@ def test_it_is_the_same_in_every_process(tmp_path: Path) -> None:
              str(tmp_path / "pkg")], capture_output=True, text=True, check=True,
             env={"PYTHONHASHSEED": seed, "PATH": ""}, cwd=Path(__file__).resolve().parents[2])
         assert done.stdout.strip() == here
+
+
+def test_the_cached_digest_is_the_digest_and_follows_every_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    folder = tmp_path / "pkg"
+    _digest(tmp_path, FORMULA)
+    first = cached_code_digest(folder)
+    assert first == code_digest(folder) == cached_code_digest(folder)
+    (entry,) = (tmp_path / "cache" / "code-digest").iterdir()
+    (folder / "model.py").write_text(FORMULA.replace("- 1", "- 2"), encoding="utf-8")
+    assert cached_code_digest(folder) == code_digest(folder) != first
+    (folder / "other.py").write_text("X = 1\n", encoding="utf-8")
+    assert cached_code_digest(folder) == code_digest(folder)
+    assert len(list(entry.parent.iterdir())) == 3
+    (folder / "other.py").unlink()
+    (folder / "model.py").write_text(FORMULA, encoding="utf-8")
+    entry.write_text("damaged")
+    assert cached_code_digest(folder) == first
+
+
+def test_off_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, "off")
+    _digest(tmp_path, FORMULA)
+    assert cached_code_digest(tmp_path / "pkg") == code_digest(tmp_path / "pkg")
+    assert cache_root() is None

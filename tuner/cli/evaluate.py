@@ -1,14 +1,15 @@
 """`tuner evaluate SPEC...` and `tuner catalog`: the two commands that need no storage (and so
-import neither Optuna nor SQLAlchemy: they start fast)."""
+import neither Optuna nor SQLAlchemy: they start fast). An unchanged spec evaluated before is
+read from the cache of answers (tuner.cli.evaluated), without importing pydantic, numpy or
+the cost model."""
 
 from __future__ import annotations
 
+import json
+
 import click
 
-from search_spaces import gpu_catalog, gpu_info, load_spec, model_catalog, model_info
-
-from ..engine.evaluation import fixed_result
-from ..views import text as render
+from . import evaluated as cache
 from .options import json_option
 
 __all__ = ["catalog", "evaluate"]
@@ -19,22 +20,47 @@ __all__ = ["catalog", "evaluate"]
 @json_option
 def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     """The cost model on fixed specs: step time, memory, breakdown."""
-    results = []
-    for path in specs:
-        spec = load_spec(path)
-        results.append((spec, fixed_result(spec)))
+    results = [_evaluated(path) for path in specs]
     if as_json:
-        payload = [r.as_dict() for _, r in results]
-        click.echo(render.to_json(payload[0] if len(payload) == 1 else payload))
+        payload = [e.value for e in results]
+        click.echo(cache.to_json(payload[0] if len(payload) == 1 else payload))
         return
-    texts = [render.evaluation_text(s.name, r, tokens=s.training.tokens) for s, r in results]
-    click.echo("\n\n".join(texts))
+    click.echo("\n\n".join(e.text for e in results))
+
+
+def _evaluated(path: str) -> cache.Evaluated:
+    """The spec at `path` evaluated: from the cache when neither it nor anything its answer
+    depends on changed, else loaded, validated and evaluated (and then cached)."""
+    data = cache.read_or_none(path)
+    found = cache.load(path, data) if data is not None else None
+    if found is not None:
+        return found
+    from search_spaces import load_spec
+
+    from ..engine.evaluation import fixed_result
+    from ..views import text as render
+
+    spec = load_spec(path)  # errors as without a cache: this names the file and the field
+    profile = spec.calibration_path()
+    reads = [str(profile.absolute())] if profile is not None else []
+    digests = [cache.file_digest(p) for p in reads]  # before the files are read to evaluate
+    result = fixed_result(spec)
+    done = cache.Evaluated(render.evaluation_text(spec.name, result, tokens=spec.training.tokens),
+                           json.loads(render.to_json(result.as_dict())),
+                           tuple(d for d in digests if d is not None))
+    if data is not None and None not in digests and cache.read_or_none(path) == data:
+        cache.store(path, data, done)  # the spec evaluated is the one whose bytes key it
+    return done
 
 
 @click.command()
 @json_option
 def catalog(as_json: bool) -> None:
     """Built-in models and GPUs with their key figures."""
+    from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
+
+    from ..views import text as render
+
     models, gpus = model_catalog(), gpu_catalog()
     if as_json:
         sources = {n: str(i.get("source", "")) for n, i in model_info().items()}
