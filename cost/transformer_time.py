@@ -220,7 +220,7 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
     (`stack.context_parallel: torch_allgather`) gathers keys and values repeated to every
     query head once per forward and once per backward, hidden only behind the first of the cp
     ring steps, and passes each step's key/value gradients to the next rank behind the next
-    step's backward (flash: 2.5 x the forward)."""
+    step's backward (flash: 2.5 x the forward), in fp32 (`_GRAD_RING_BYTES`)."""
     cp_link = group_link(cluster, stride=d.tp, size=d.cp, fraction=eff.network_fraction)
     a = attention_shape(model)
     forwards = 1.0 + np.where(d.recompute >= 1, 1.0, 0.0)
@@ -228,14 +228,23 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
         kv_bytes = act_bytes * d.mb * model.seq_len * 2.0 * a.q_width / d.tp
         gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
         step = attention_s / d.cp
+        grad_bytes = kv_bytes / d.cp * _GRAD_RING_BYTES / act_bytes
         grads = (d.cp - 1.0) * exposed_s(
-            p2p_s(kv_bytes / d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s),
+            p2p_s(grad_bytes, cp_link.bandwidth_bytes_per_s, cp_link.latency_s),
             2.5 * step, slowdown=0.0)
         return (forwards * exposed_s(gather, step, slowdown=0.0)
                 + exposed_s(gather, 2.5 * step, slowdown=0.0) + grads)
     kv_bytes = act_bytes * d.mb * model.seq_len * (a.k_width + a.v_width) / d.tp
     gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
     return (forwards + 2.0) * exposed_s(gather, attention_s, slowdown=0.0)
+
+
+_GRAD_RING_BYTES = 4.0
+"""Bytes per element of the key/value gradients PyTorch's ring attention passes to the next
+rank after each step's backward: they accumulate and travel in fp32 (torch
+_templated_ring_attention_backward: accum_dtype = float32 when convert_to_f32, the default;
+next_grad_kv = cat(grad_key, grad_value) sent by the ALL_TO_ALL rotater whatever the
+forward's rotate method), twice the bf16 keys and values of the forward."""
 
 
 _MERGE_BYTES = 38.0
