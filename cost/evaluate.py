@@ -13,7 +13,6 @@ from .degrees import Degrees, degrees, grid_degrees
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .inputs import ClusterSpec, Plan, TrainingSpec
 from .memory import hbm_usable_bytes, memory_use
-from .mixed import evaluate_mixed
 from .pools import MixedCluster
 from .price import price
 from .schedule import step_time
@@ -52,6 +51,8 @@ def evaluate(
 def _one_call(workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
               plan: Plan, efficiency: Efficiency) -> CostReport:
     if isinstance(cluster, MixedCluster):
+        from .mixed import evaluate_mixed  # only for pools: a one-GPU-type spec skips its import
+
         return evaluate_mixed(workload, cluster, training, plan, efficiency, _single)
     return _evaluate(workload, cluster, training, plan, efficiency)
 

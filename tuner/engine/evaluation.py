@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,11 +19,14 @@ from cost import (
     evaluate_grid,
     plan_result,
 )
-from search_spaces import GPUSection, Space, StudySpec
-from search_spaces.grid import PlanGrid
+from search_spaces import GPUSection, StudySpec
 
 from .limits import limit_messages, with_spec_limits
 from .scoring import DIRECTIONS, Scores, best_index, score
+
+if TYPE_CHECKING:  # annotations only: `tuner evaluate` imports neither
+    from search_spaces import Space
+    from search_spaces.grid import PlanGrid
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
            "fixed_result", "flat_scores", "label", "one_plan", "result_of"]

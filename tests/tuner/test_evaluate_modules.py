@@ -1,0 +1,48 @@
+"""What `tuner evaluate` of a spec with one GPU type leaves unimported (issue 14): the search
+space's enumeration and grid (search_spaces.space, .grid) and the mixed-cluster model
+(cost.mixed, cost.hetero_*); and that `search_spaces`, whose names are imported from their
+modules on first use, still gives every name it lists."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import search_spaces
+
+from .specs import EXAMPLES
+
+ROOT = Path(__file__).resolve().parents[2]
+UNUSED = ("search_spaces.space", "search_spaces.grid", "cost.mixed", "cost.hetero_dp",
+          "cost.hetero_pipeline")
+
+
+def _modules_after_evaluate(spec: Path) -> list[str]:
+    """Which of UNUSED a new process imported to evaluate `spec` (no cache of answers)."""
+    probe = ("import sys\nfrom tuner.cli import main\n"
+             f"try:\n    main(['evaluate', {str(spec)!r}])\nexcept SystemExit:\n    pass\n"
+             f"print(__import__('json').dumps([m for m in {UNUSED!r} if m in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=True, env={**os.environ, "TUNER_CACHE_DIR": "off"})
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_evaluate_of_one_gpu_type_imports_no_enumeration_nor_pools() -> None:
+    assert _modules_after_evaluate(EXAMPLES / "gpt3-175b-a100-fixed.yaml") == []
+
+
+def test_every_listed_name_resolves_to_its_module() -> None:
+    assert set(search_spaces._MODULE_OF) == set(search_spaces.__all__)
+    for name, module in search_spaces._MODULE_OF.items():
+        value = getattr(search_spaces, name)
+        assert value is getattr(sys.modules[f"search_spaces.{module}"], name)
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchName"):
+        search_spaces.NoSuchName  # noqa: B018
