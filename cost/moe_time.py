@@ -402,14 +402,18 @@ and their data and weight gradients backward. Transformer Engine's GroupedLinear
 
 QUANTIZE_KERNELS = {"delayed": 0.0, "current": 3.0, "mxfp8": 1.0, "blockwise": 1.0}
 """Kernels Transformer Engine launches to quantise one expert's GEMM operand, by fp8 recipe.
-GroupedLinear (TE 2.8-2.16, module/grouped_linear.py) quantises the routed tokens with
+GroupedLinear (TE 2.8-2.17, module/grouped_linear.py; 2.17's grouped-tensor path is opt-in,
+NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM) quantises the routed tokens with
 `tex.split_quantize`, whose multi_tensor_quantize_impl (pytorch/csrc/extensions/cast.cpp) has
 a fused multi-tensor kernel (nvte_multi_cast_transpose) for delayed-scaling quantizers only and
 otherwise calls each expert's quantizer in turn (pytorch/csrc/quantizer.cpp): MXFP8Quantizer and
 Float8BlockQuantizer one nvte_quantize_v2 each (row- and column-wise copies in one kernel);
 Float8CurrentScalingQuantizer three (nvte_compute_amax_with_config,
 nvte_compute_scale_from_amax, nvte_quantize_v2). Delayed scaling: 0 per expert, one kernel per
-call (QUANTIZE_CALLS). Weights are quantised on a step's first micro-batch only."""
+call (QUANTIZE_CALLS). Weights are quantised on a step's first micro-batch only (Megatron-Core's
+schedules call set_is_first_microbatch and TE caches the fp8 weights). Not counted: MXFP8's
+scale swizzles before each GEMM (TE 2.10 csrc/extensions/gemm.cpp, two per grouped GEMM),
+which the dense layers' count lacks too."""
 
 QUANTIZE_CALLS = 2.0
 """split_quantize calls of an MoE layer's experts per micro-batch, forward and again backward:
