@@ -67,10 +67,15 @@ def source_entries(row: dict[str, str]) -> list[dict[str, Any]]:
 
 
 def stack(row: dict[str, str]) -> StackSection:
-    """The software the row's run used: its entries' `stack`, the most specific winning."""
+    """The software the row's run used: its entries' `stack`, the most specific winning, then
+    the row's own `fp8_recipe` column where the run is fp8 (as benchmarks/cases.py applies the
+    dense tables' columns; "current (inferred)" is the current recipe)."""
     merged: dict[str, Any] = {}
     for entry in source_entries(row):
         merged.update(entry.get("stack") or {})
+    recipe = row.get("fp8_recipe", "").split(" ")[0]
+    if row.get("precision") == "fp8" and recipe:
+        merged["fp8_recipe"] = recipe
     return StackSection(**merged)
 
 

@@ -156,7 +156,8 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
         forward_comm_s=2.0 * (one + etp_comm),  # dispatch and combine, forward
         backward_comm_s=(2.0 + np.where(full, 2.0, 0.0)) * (one + etp_comm),  # (+ redone)
         forward_s=forward, backward_s=backward + recompute, d=d, eff=eff)
-    wait = sync_wait_s(model, d, eff, device_s=forward) * np.where(full, 2.0, 1.0)
+    wait = sync_wait_s(model, d, eff, device_s=forward,
+                       precision=training.precision) * np.where(full, 2.0, 1.0)
     return (replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute),
             ep_comm, wait)
 
@@ -357,7 +358,8 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         """The longer of running and launching the stage's kernels, plus the GPU's waits for
         the host (cost.schedule.launch_bound_s)."""
         layers = np.asarray(n_moe + n_dense, dtype=np.float64)
-        launch = host_s(model, d, eff, layers) + _routing_host_s(model, d, eff, n_moe)
+        launch = host_s(model, d, eff, layers) + _routing_host_s(
+            model, d, eff, n_moe, precision=training.precision)
         return np.maximum(busy(n_moe, n_dense) + ends, launch) + n_moe * wait
 
     last_slower = stage_s(last_moe, last_dense, ends) >= stage_s(full_moe, full_dense, 0.0)
@@ -373,7 +375,8 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         bubble_unit_s=busy(n_moe, n_dense) + ends / d.pp,
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
         ep_comm_s=part(n_moe, n_dense, "ep_comm"), units=n_moe + n_dense,
-        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(model, d, eff, n_moe),
+        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(
+            model, d, eff, n_moe, precision=training.precision),
         host_wait_s=n_moe * wait)
 
 
@@ -397,19 +400,54 @@ and their data and weight gradients backward. Transformer Engine's GroupedLinear
 (Megatron-Core's TEGroupedMLP) issues one cuBLAS GEMM per expert (general_grouped_gemm)."""
 
 
+QUANTIZE_KERNELS = {"delayed": 0.0, "current": 3.0, "mxfp8": 1.0, "blockwise": 1.0}
+"""Kernels Transformer Engine launches to quantise one expert's GEMM operand, by fp8 recipe.
+GroupedLinear (TE 2.8-2.17, module/grouped_linear.py; 2.17's grouped-tensor path is opt-in,
+NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM) quantises the routed tokens with
+`tex.split_quantize`, whose multi_tensor_quantize_impl (pytorch/csrc/extensions/cast.cpp) has
+a fused multi-tensor kernel (nvte_multi_cast_transpose) for delayed-scaling quantizers only and
+otherwise calls each expert's quantizer in turn (pytorch/csrc/quantizer.cpp): MXFP8Quantizer and
+Float8BlockQuantizer one nvte_quantize_v2 each (row- and column-wise copies in one kernel);
+Float8CurrentScalingQuantizer three (nvte_compute_amax_with_config,
+nvte_compute_scale_from_amax, nvte_quantize_v2). Delayed scaling: 0 per expert, one kernel per
+call (QUANTIZE_CALLS). Weights are quantised on a step's first micro-batch only (Megatron-Core's
+schedules call set_is_first_microbatch and TE caches the fp8 weights). Not counted: MXFP8's
+scale swizzles before each GEMM (TE 2.10 csrc/extensions/gemm.cpp, two per grouped GEMM),
+which the dense layers' count lacks too."""
+
+QUANTIZE_CALLS = 2.0
+"""split_quantize calls of an MoE layer's experts per micro-batch, forward and again backward:
+fc1's and fc2's inputs forward, fc2's and fc1's output gradients backward."""
+
+
+def quantize_kernels(precision: str, eff: Efficiency, local_experts: Value) -> Array:
+    """Kernels an MoE layer's experts launch per micro-batch to quantise their GEMM operands,
+    forward (the backward launches as many): QUANTIZE_CALLS calls, each QUANTIZE_KERNELS per
+    local expert, or one fused kernel under delayed scaling; none outside fp8 (an unknown
+    recipe counts none, as cost.moe_time's cast bytes do)."""
+    if precision != "fp8":
+        return np.zeros(np.shape(local_experts))
+    per_expert = QUANTIZE_KERNELS.get(eff.fp8_recipe, 0.0)
+    per_call = np.asarray(local_experts) * per_expert if per_expert else np.ones(
+        np.shape(local_experts))
+    return QUANTIZE_CALLS * per_call
+
+
 def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
-                    moe_layers: Value) -> Array:
-    """Host seconds of the routing kernels and the per-expert GEMMs of `moe_layers` layers
-    (none with CUDA graphs, and none for a single expert, which routes nothing)."""
+                    moe_layers: Value, *, precision: str = "bf16") -> Array:
+    """Host seconds of the routing kernels, the per-expert GEMMs and the experts' fp8
+    quantisation (quantize_kernels, forward and backward) of `moe_layers` layers (none with
+    CUDA graphs, and none for a single expert, which routes nothing)."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(moe_layers))
+    local = model.experts / d.ep
     kernels = (ROUTING_FORWARD_KERNELS + ROUTING_BACKWARD_KERNELS
-               + EXPERT_GEMM_KERNELS * model.experts / d.ep)
+               + EXPERT_GEMM_KERNELS * local + 2.0 * quantize_kernels(precision, eff, local))
     return np.asarray(moe_layers) * kernels * eff.launch_s
 
 
-def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: Array
-                ) -> Array:
+def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: Array,
+                precision: str = "bf16") -> Array:
     """Seconds one MoE layer's forward leaves the GPU waiting for the host. Dropless routing
     reads the token counts per expert on the host before its all-to-all (the splits) and
     grouped GEMM (the rows per expert): a device-to-host copy that waits for every kernel
@@ -418,13 +456,14 @@ def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: A
     ep > 1 or several local experts; the static-shape modes, drop-and-pad and the flex
     dispatchers' worst-case budgets, remove it and are what full CUDA graphs capture). From
     one sync to the next the layer's forward then takes the longer of launching its kernels
-    (the dense layer's, ROUTING_FORWARD_KERNELS, two GEMMs per local expert) and running
-    them (`device_s`): the wait is max(host - device, 0). None with CUDA graphs or one
-    expert."""
+    (the dense layer's, ROUTING_FORWARD_KERNELS, two GEMMs per local expert and the fp8
+    quantisation of their inputs, quantize_kernels) and running them (`device_s`): the wait is
+    max(host - device, 0). None with CUDA graphs or one expert."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(device_s))
+    local = model.experts / d.ep
     kernels = (forward_kernels(model, eff) + ROUTING_FORWARD_KERNELS
-               + EXPERT_GEMM_KERNELS / 3.0 * model.experts / d.ep)
+               + EXPERT_GEMM_KERNELS / 3.0 * local + quantize_kernels(precision, eff, local))
     return np.maximum(kernels * eff.launch_s - device_s, 0.0)
 
 

@@ -168,6 +168,32 @@ def test_dropless_sync_leaves_the_gpu_waiting_for_the_host() -> None:
     assert float(sync_wait_s(one, d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0))) == 0.0
 
 
+def test_fp8_expert_quantisation_kernels_by_hand() -> None:
+    # Transformer Engine's split_quantize: 2 calls forward (fc1, fc2 inputs) and 2 backward
+    # (their output gradients); 2 local experts (16 / 8). MXFP8 and blockwise: 1 kernel per
+    # expert and call; current scaling 3 (amax, scale, cast); delayed: 1 fused kernel per call
+    from cost.moe_time import _routing_host_s, quantize_kernels, sync_wait_s
+
+    def recipe(name: str) -> Any:
+        return DEFAULT_EFFICIENCY.with_(fp8_recipe=name)
+
+    assert float(quantize_kernels("fp8", recipe("mxfp8"), 2.0)) == 2 * 2 * 1
+    assert float(quantize_kernels("fp8", recipe("blockwise"), 2.0)) == 2 * 2 * 1
+    assert float(quantize_kernels("fp8", recipe("current"), 2.0)) == 2 * 2 * 3
+    assert float(quantize_kernels("fp8", recipe("delayed"), 2.0)) == 2 * 1
+    assert float(quantize_kernels("bf16", recipe("mxfp8"), 2.0)) == 0.0
+    d = degrees(cluster(), TrainingSpec(global_batch=64), Plan(ep=8))
+    launch = DEFAULT_EFFICIENCY.launch_s
+    # forward: 11 dense, 40 routing, 2 GEMMs per local expert, 2 x 2 quantisations
+    wait = sync_wait_s(moe(), d, recipe("mxfp8"), device_s=np.float64(0.0), precision="fp8")
+    assert float(wait) == pytest.approx((11 + 40 + 2 * 2 + 2 * 2) * launch)
+    # per layer: 40 + 22 routing, 6 GEMMs per local expert, (2 + 2) x 2 x 3 current scaling
+    host = _routing_host_s(moe(), d, recipe("current"), 3.0, precision="fp8")
+    assert float(host) == pytest.approx(3 * (40 + 22 + 6 * 2 + 4 * 2 * 3) * launch)
+    graphs = recipe("mxfp8").with_(cuda_graphs=True)
+    assert float(_routing_host_s(moe(), d, graphs, 3.0, precision="fp8")) == 0.0
+
+
 def test_all_to_alls_hide_behind_the_paired_pass_only() -> None:
     # no pipeline, 256 / 16 ranks = 16 micro-batches: 15 of 16 forwards have a partner. The
     # forward's 1 s of all-to-all hides behind the paired 4 s backward; the backward's 3 s
