@@ -192,13 +192,16 @@ def _sweep(space: Space, options: SearchOptions, *, total: int | None,
 def _store(study: optuna.Study, space: Space, result: SweepSummary,
            options: SearchOptions) -> None:
     """Store a sweep's best plans, unless the study holds a sweep of its problem already;
-    an interrupted sweep stores nothing and says so."""
+    an interrupted sweep stores nothing and says so, and so does one whose stop was asked
+    for as it finished (Ctrl-C or SIGTERM before its plans are written: a stop asked for is
+    a stop, whichever of the two processes of a forked sweep saw it first)."""
     done = swept(study)
     if done is not None:
         options.say(f"study {study.study_name}: already swept exhaustively "
                     f"({done['evaluated']:,} plans); nothing to add")
         return
-    if not result.complete:
+    stopped = options.stop is not None and options.stop.requested is not None
+    if not result.complete or stopped:
         signum = options.stop.requested if options.stop and options.stop.requested else 2
         raise Interrupted(signum, f"the exhaustive sweep of study {study.study_name} stopped "
                                   f"after {result.evaluated:,} plans; nothing was stored; "
