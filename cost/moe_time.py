@@ -354,15 +354,17 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     last_moe, last_dense = stage_mix(model, last)
     last_moe = last_moe + mtp
 
-    def stage_s(n_moe: Value, n_dense: Value, ends: Value) -> Array:
-        """The longer of running and launching the stage's kernels, plus the GPU's waits for
-        the host (cost.schedule.launch_bound_s)."""
+    def launch_s(n_moe: Value, n_dense: Value) -> Array:
+        """Host seconds to launch the stage's kernels."""
         layers = np.asarray(n_moe + n_dense, dtype=np.float64)
-        launch = host_s(model, d, eff, layers) + _routing_host_s(
+        return host_s(model, d, eff, layers) + _routing_host_s(
             model, d, eff, n_moe, precision=training.precision)
-        return np.maximum(busy(n_moe, n_dense) + ends, launch) + n_moe * wait
 
-    last_slower = stage_s(last_moe, last_dense, ends) >= stage_s(full_moe, full_dense, 0.0)
+    # a stage takes the longer of running and launching its kernels, plus the GPU's waits for
+    # the host (cost.schedule.launch_bound_s)
+    last_launch, full_launch = launch_s(last_moe, last_dense), launch_s(full_moe, full_dense)
+    last_slower = (np.maximum(busy(last_moe, last_dense) + ends, last_launch) + last_moe * wait
+                   >= np.maximum(busy(full_moe, full_dense), full_launch) + full_moe * wait)
     n_moe = np.where(last_slower, last_moe, full_moe)
     n_dense = np.where(last_slower, last_dense, full_dense)
     ends = np.where(last_slower, ends, 0.0)
@@ -375,8 +377,7 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         bubble_unit_s=busy(n_moe, n_dense) + ends / d.pp,
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
         ep_comm_s=part(n_moe, n_dense, "ep_comm"), units=n_moe + n_dense,
-        host_s=host_s(model, d, eff, n_moe + n_dense) + _routing_host_s(
-            model, d, eff, n_moe, precision=training.precision),
+        host_s=np.where(last_slower, last_launch, full_launch),
         host_wait_s=n_moe * wait)
 
 
@@ -434,7 +435,7 @@ def quantize_kernels(precision: str, eff: Efficiency, local_experts: Value) -> A
 
 
 def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
-                    moe_layers: Value, *, precision: str = "bf16") -> Array:
+                    moe_layers: Value, *, precision: str) -> Array:
     """Host seconds of the routing kernels, the per-expert GEMMs and the experts' fp8
     quantisation (quantize_kernels, forward and backward) of `moe_layers` layers (none with
     CUDA graphs, and none for a single expert, which routes nothing)."""
@@ -447,7 +448,7 @@ def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
 
 
 def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: Array,
-                precision: str = "bf16") -> Array:
+                precision: str) -> Array:
     """Seconds one MoE layer's forward leaves the GPU waiting for the host. Dropless routing
     reads the token counts per expert on the host before its all-to-all (the splits) and
     grouped GEMM (the rows per expert): a device-to-host copy that waits for every kernel

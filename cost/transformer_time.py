@@ -360,10 +360,10 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
     per_layer = (layer.forward_s + layer.backward_s + layer.recompute_s + layer.tp_comm_s
                  + layer.cp_comm_s)
     # a stage takes the longer of running and launching its kernels (launch_bound_s)
-    last_slower = (np.maximum(shape.last_stage_layers * per_layer + logits,
-                              host_s(model, d, eff, shape.last_stage_layers))
-                   >= np.maximum(shape.layers_per_stage * per_layer,
-                                 host_s(model, d, eff, shape.layers_per_stage)))
+    last_host = host_s(model, d, eff, shape.last_stage_layers)
+    full_host = host_s(model, d, eff, shape.layers_per_stage)
+    last_slower = (np.maximum(shape.last_stage_layers * per_layer + logits, last_host)
+                   >= np.maximum(shape.layers_per_stage * per_layer, full_host))
     layers = np.where(last_slower, shape.last_stage_layers, shape.layers_per_stage)
     logits = np.where(last_slower, logits, 0.0)
     act = element_bytes(training.precision)["activation"]
@@ -374,4 +374,4 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
         forward_s=layers * layer.forward_s, backward_s=layers * layer.backward_s,
         bubble_unit_s=layers * per_layer + logits / d.pp,
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
-        units=layers, host_s=host_s(model, d, eff, layers))
+        units=layers, host_s=np.where(last_slower, last_host, full_host))

@@ -159,13 +159,17 @@ def test_dropless_sync_leaves_the_gpu_waiting_for_the_host() -> None:
     d = degrees(cluster(), TrainingSpec(global_batch=64), Plan(ep=8))
     launch = DEFAULT_EFFICIENCY.launch_s
     host = (11 + 40 + 2 * 2) * launch
-    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0))) == \
+    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0),
+                             precision="bf16")) == \
         pytest.approx(host)
-    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(1.0))) == 0.0
+    assert float(sync_wait_s(moe(), d, DEFAULT_EFFICIENCY, device_s=np.float64(1.0),
+                             precision="bf16")) == 0.0
     graphs = DEFAULT_EFFICIENCY.with_(cuda_graphs=True)
-    assert float(sync_wait_s(moe(), d, graphs, device_s=np.float64(0.0))) == 0.0
+    assert float(sync_wait_s(moe(), d, graphs, device_s=np.float64(0.0),
+                             precision="bf16")) == 0.0
     one = moe(experts=1, top_k=1)
-    assert float(sync_wait_s(one, d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0))) == 0.0
+    assert float(sync_wait_s(one, d, DEFAULT_EFFICIENCY, device_s=np.float64(0.0),
+                             precision="bf16")) == 0.0
 
 
 def test_fp8_expert_quantisation_kernels_by_hand() -> None:
