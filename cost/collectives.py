@@ -21,6 +21,7 @@ __all__ = [
     "allreduce_s",
     "domain_members",
     "group_link",
+    "inside_domain",
     "p2p_s",
     "reduce_scatter_s",
     "ring_allreduce_s",
@@ -91,6 +92,17 @@ class Link:
     latency_s: Array
 
 
+def inside_domain(cluster: ClusterSpec, *, stride: Value, size: Value) -> Array:
+    """True where every group of `size` ranks spaced `stride` apart (Megatron rank order) lies
+    inside one scale-up domain, so that it never drives a NIC: its span (stride·size) divides
+    the domain, or the whole job fits in one (group_link)."""
+    domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
+    span = np.multiply(stride, size)
+    aligned = np.isclose(np.mod(domain, np.maximum(span, 1.0)), 0.0) | (
+        np.asarray(cluster.gpus, dtype=np.float64) <= domain)
+    return np.asarray((span <= domain) & aligned)
+
+
 def group_link(cluster: ClusterSpec, *, stride: Value, size: Value, fraction: float) -> Link:
     """The link a group of `size` ranks spaced `stride` apart (Megatron rank order) crosses.
 
@@ -105,10 +117,7 @@ def group_link(cluster: ClusterSpec, *, stride: Value, size: Value, fraction: fl
     domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
     up_bw = np.asarray(cluster.scale_up_bandwidth_bytes_per_s, dtype=np.float64)
     out_bw = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64)
-    span = stride * size
-    aligned = np.isclose(np.mod(domain, np.maximum(span, 1.0)), 0.0) | (
-        np.asarray(cluster.gpus, dtype=np.float64) <= domain)
-    inside = (span <= domain) & aligned
+    inside = inside_domain(cluster, stride=stride, size=size)
     members_per_domain = np.clip(domain / stride, 1.0, size)
     crossing_bw = np.minimum(up_bw, members_per_domain * out_bw)
     bw = np.where(inside, up_bw, crossing_bw) * fraction

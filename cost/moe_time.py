@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .collectives import all_gather_s, all_to_all_s, domain_members, group_link
+from .collectives import all_gather_s, all_to_all_s, domain_members, group_link, inside_domain
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import attention_gemms, mlp_gemms
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
 __all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
-           "grouped_gemm_s", "paired_exposed_s", "paired_share", "stage_cost", "sync_wait_s"]
+           "grouped_gemm_s", "paired_exposed_parts_s", "paired_exposed_s", "paired_share",
+           "stage_cost", "sync_wait_s"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -152,19 +153,37 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     gathered = tokens * model.top_k * eff.expert_imbalance * model.hidden * act * d.etp
     etp_comm = all_gather_s(gathered, d.etp, etp_link.bandwidth_bytes_per_s,
                             etp_link.latency_s)
-    ep_comm = paired_exposed_s(
+    ep_forward, ep_backward = paired_exposed_parts_s(
         forward_comm_s=2.0 * (one + etp_comm),  # dispatch and combine, forward
         backward_comm_s=(2.0 + np.where(full, 2.0, 0.0)) * (one + etp_comm),  # (+ redone)
         forward_s=forward, backward_s=backward + recompute, d=d, eff=eff)
+    # the all-to-alls cross no NIC where every ep peer shares the rank's scale-up domain
+    ep_inside = (sent.remote_bytes <= 0.0) & inside_domain(cluster, stride=1.0, size=d.etp)
     wait = sync_wait_s(model, d, eff, device_s=forward,
                        precision=training.precision) * np.where(full, 2.0, 1.0)
-    return (replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute),
-            ep_comm, wait)
+    return (replace(base, forward_s=forward, backward_s=backward, recompute_s=recompute,
+                    scale_up_forward_s=base.scale_up_forward_s
+                    + np.where(ep_inside, ep_forward, 0.0),
+                    scale_up_backward_s=base.scale_up_backward_s
+                    + np.where(ep_inside, ep_backward, 0.0)),
+            ep_forward + ep_backward, wait)
 
 
 def paired_exposed_s(*, forward_comm_s: Array, backward_comm_s: Array, forward_s: Array,
                      backward_s: Array, d: Degrees, eff: Efficiency) -> Array:
-    """Exposed all-to-all seconds of one MoE layer and micro-batch. The overlap pairs one
+    """Exposed all-to-all seconds of one MoE layer and micro-batch: the forward pass's and the
+    backward pass's of paired_exposed_parts_s together."""
+    forward, backward = paired_exposed_parts_s(
+        forward_comm_s=forward_comm_s, backward_comm_s=backward_comm_s, forward_s=forward_s,
+        backward_s=backward_s, d=d, eff=eff)
+    return forward + backward
+
+
+def paired_exposed_parts_s(*, forward_comm_s: Array, backward_comm_s: Array,
+                           forward_s: Array, backward_s: Array, d: Degrees, eff: Efficiency
+                           ) -> tuple[Array, Array]:
+    """Exposed all-to-all seconds of one MoE layer and micro-batch, in its forward pass and in
+    its backward pass (with the redone forward). The overlap pairs one
     micro-batch's forward with another's backward, layer by layer (Megatron-Core's
     --overlap-moe-expert-parallel-comm, DeepSeek-V3's DualPipe, arXiv 2412.19437 sec. 3.2.1:
     each chunk's communication hides behind the other chunk's computation): the forward
@@ -174,9 +193,9 @@ def paired_exposed_s(*, forward_comm_s: Array, backward_comm_s: Array, forward_s
     partner (paired_share)."""
     hideable = eff.ep_overlap * paired_share(d)
     return (exposed_s(forward_comm_s, backward_s, slowdown=eff.overlap_slowdown,
-                      hideable=hideable)
-            + exposed_s(backward_comm_s, forward_s, slowdown=eff.overlap_slowdown,
-                        hideable=hideable))
+                      hideable=hideable),
+            exposed_s(backward_comm_s, forward_s, slowdown=eff.overlap_slowdown,
+                      hideable=hideable))
 
 
 def paired_share(d: Degrees) -> Array:
@@ -378,7 +397,9 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
         ep_comm_s=part(n_moe, n_dense, "ep_comm"), units=n_moe + n_dense,
         host_s=np.where(last_slower, last_launch, full_launch),
-        host_wait_s=n_moe * wait)
+        host_wait_s=n_moe * wait,
+        scale_up_forward_s=part(n_moe, n_dense, "scale_up_forward_s"),
+        scale_up_backward_s=part(n_moe, n_dense, "scale_up_backward_s"))
 
 
 ROUTING_FORWARD_KERNELS = 40.0

@@ -9,16 +9,24 @@ from collections.abc import Callable
 import numpy as np
 
 from .breakdown import StepTime
-from .collectives import Link, all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
+from .collectives import (
+    Link,
+    all_gather_s,
+    allreduce_s,
+    group_link,
+    inside_domain,
+    p2p_s,
+    reduce_scatter_s,
+)
 from .degrees import Degrees
 from .efficiency import Efficiency
-from .inputs import Array, ClusterSpec
+from .inputs import Array, ClusterSpec, Value
 from .kernels import memory_bound_s
 from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["launch_bound_s", "pipeline_bubble_s", "step_time"]
+__all__ = ["launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""
@@ -92,7 +100,9 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
     of the pass next to them (cost.overlap); the once-per-step ones also run while the stage
     idles in the pipeline's fill and drain (`idle_s`, the bubble: as each model chunk finishes
     its last backward its gradient buckets reduce while the later stages drain, and the
-    parameters gather for the next step while they fill)."""
+    parameters gather for the next step while they fill). A ring that crosses the NICs also
+    runs while the stage's exposed model-parallel traffic stays inside its scale-up domain
+    (nic_free)."""
     total: Array = np.float64(0.0)
     for group in held.groups:
         shard = group.shard_ranks
@@ -115,30 +125,61 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
         allreduce = gradient_sync_s(grads, n=group.replicas, stride=group.stride,
                                     cluster=cluster, sync=d.sync, servers=d.parameter_servers,
                                     eff=eff)
+        # the windows of each ring: the pass, the bubble, and where the ring crosses the NICs
+        # the model-parallel traffic that does not (nic_free)
+        sharded = nic_free(cluster, stage, stride=group.stride, size=shard)
+        replicated = nic_free(cluster, stage, stride=group.stride * shard,
+                              size=group.replicas / shard)
+        whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
         backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
-        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, backward)
-                            + hidden(gather, forward), hidden(allreduce, backward))
-        per_step = np.where(d.zero >= 2, hidden(gather, forward) + hidden(replicas, backward),
-                            per_step)
-        per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s), 0.0)
-        per_step = np.where(d.zero >= 3, hidden(replicas, backward), per_step)
-        per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden),
-                          per_mb)
+        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, backward + sharded[1])
+                            + hidden(gather, forward + sharded[0]),
+                            hidden(allreduce, backward + whole[1]))
+        per_step = np.where(d.zero >= 2, hidden(gather, forward + sharded[0])
+                            + hidden(replicas, backward + replicated[1]), per_step)
+        per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s + sharded[1]), 0.0)
+        per_step = np.where(d.zero >= 3, hidden(replicas, backward + replicated[1]), per_step)
+        per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden,
+                                                      nic_free=sharded), per_mb)
         total = total + per_step + d.micro_batches * per_mb
     return total
 
 
+def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Value
+             ) -> tuple[Array, Array]:
+    """Seconds per micro-batch, forward and backward (with its recompute), that a
+    data-parallel ring of `size` ranks spaced `stride` apart runs beside the stage's exposed
+    model-parallel traffic as well as beside its compute: the tp/cp/ep collectives whose
+    groups stay inside a scale-up domain (StageCost.scale_up_forward_s, _backward_s) leave the
+    NICs idle, so a ring that crosses them keeps flowing; a ring inside the domain shares
+    NVLink with that traffic and gains nothing, nor does a ring beside model-parallel
+    traffic that itself crosses the NICs (it is not counted in scale_up_*). The frameworks
+    issue the data-parallel collectives on their own CUDA stream and NCCL communicator, so
+    they run concurrently with the model-parallel ones: PyTorch FSDP issues the all-gathers
+    and reduce-scatters on separate streams and prefetches the next layer's (Zhao et al.,
+    VLDB'23, sec. 3.4, fig. 5); Megatron-FSDP overlaps them with the whole forward and
+    backward and needs CUDA_DEVICE_MAX_CONNECTIONS unset "to ensure full parallelization of
+    FSDP communication and computation" (Megatron-LM docs/discussions/megatron-fsdp-user-guide,
+    which notes that this may slow tp and cp collectives: they run side by side)."""
+    crosses = ~inside_domain(cluster, stride=stride, size=size)
+    return (np.where(crosses, stage.scale_up_forward_s, 0.0),
+            np.where(crosses, stage.scale_up_backward_s, 0.0))
+
+
 def _fsdp_layers_s(ring: Callable[..., Array], grads: Array, weights: Array, stage: StageCost,
-                   hidden: Callable[[Array, Array], Array]) -> Array:
+                   hidden: Callable[[Array, Array], Array], *,
+                   nic_free: tuple[Array, Array]) -> Array:
     """ZeRO-3 traffic of one micro-batch, layer by layer: each of the stage's `units` layers
     gathers its weights before its forward and its backward (the backward's gather also
     serves full recompute) and reduce-scatters its gradients, each behind the neighbouring
-    layer's compute."""
+    layer's compute and, where the ring crosses the NICs, its model-parallel traffic that
+    does not (`nic_free`, forward and backward seconds of the stage)."""
     units = np.maximum(stage.units, 1.0)
     gather = ring(all_gather_s, weights / units)
     scatter = ring(reduce_scatter_s, grads / units)
-    forward = hidden(gather, stage.forward_s / units)
-    backward = hidden(gather + scatter, (stage.backward_s + stage.recompute_s) / units)
+    forward = hidden(gather, (stage.forward_s + nic_free[0]) / units)
+    backward = hidden(gather + scatter,
+                      (stage.backward_s + stage.recompute_s + nic_free[1]) / units)
     return units * (forward + backward)
 
 

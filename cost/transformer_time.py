@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .attention import attention_shape
-from .collectives import all_gather_s, allreduce_s, group_link, p2p_s, reduce_scatter_s
+from .collectives import (
+    all_gather_s,
+    allreduce_s,
+    group_link,
+    inside_domain,
+    p2p_s,
+    reduce_scatter_s,
+)
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .errors import CostModelError
@@ -57,6 +64,9 @@ class LayerTimes:
     recompute_s: Array  # forward work redone in the backward pass
     tp_comm_s: Array  # exposed tensor-parallel collectives, forward + backward + recompute
     cp_comm_s: Array  # exposed context-parallel key/value exchange
+    # the exposed tp/cp/ep traffic inside a scale-up domain, forward and backward (+ recompute)
+    scale_up_forward_s: Array | float = 0.0
+    scale_up_backward_s: Array | float = 0.0
 
 
 def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
@@ -110,12 +120,33 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     # MLP's output GEMM saves its inputs before it runs, so it is not redone
     full = forward - (last_gemm if style.checkpoint_early_stop and f > 0 else 0.0)
     recompute = np.where(d.recompute >= 2, full, np.where(d.recompute >= 1, selective, 0.0))
+    tp_comm = _tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act, gemms_s=gemms,
+                         blocks=2.0 if f > 0 else 1.0)
+    cp_forward, cp_comm = _cp_comm_s(model, cluster, d, eff, act_bytes=act,
+                                     attention_s=attention)
+    scale_up_forward, scale_up_backward = _scale_up_comm_s(cluster, d, tp_comm=tp_comm,
+                                                           cp_forward=cp_forward,
+                                                           cp_comm=cp_comm)
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
-                      recompute_s=recompute,
-                      tp_comm_s=_tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act,
-                                           gemms_s=gemms, blocks=2.0 if f > 0 else 1.0),
-                      cp_comm_s=_cp_comm_s(model, cluster, d, eff, act_bytes=act,
-                                           attention_s=attention))
+                      recompute_s=recompute, tp_comm_s=tp_comm, cp_comm_s=cp_comm,
+                      scale_up_forward_s=scale_up_forward,
+                      scale_up_backward_s=scale_up_backward)
+
+
+def _scale_up_comm_s(cluster: ClusterSpec, d: Degrees, *, tp_comm: Array, cp_forward: Array,
+                     cp_comm: Array) -> tuple[Array, Array]:
+    """Of one layer's exposed tensor- and context-parallel seconds, those whose group stays
+    inside a scale-up domain (cost.collectives.inside_domain), forward and backward (with the
+    forward redone under recompute): the time the NICs idle (cost.schedule). The tp
+    collectives run once per block forward, once backward and once more under full recompute
+    (_tp_comm_s), so the forward holds 1 / (2 + full) of their exposed time."""
+    tp_inside = inside_domain(cluster, stride=1.0, size=d.tp)
+    cp_inside = inside_domain(cluster, stride=d.tp, size=d.cp)
+    tp_forward = tp_comm / (2.0 + np.where(d.recompute >= 2, 1.0, 0.0))
+    forward = np.where(tp_inside, tp_forward, 0.0) + np.where(cp_inside, cp_forward, 0.0)
+    backward = (np.where(tp_inside, tp_comm - tp_forward, 0.0)
+                + np.where(cp_inside, cp_comm - cp_forward, 0.0))
+    return forward, backward
 
 
 def _autocast_weight_s(model: ModelSpec, d: Degrees, eff: Efficiency, *,
@@ -213,8 +244,9 @@ def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array
 
 
 def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficiency, *,
-               act_bytes: float, attention_s: Array) -> Array:
-    """Context parallelism all-gathers the keys and values of the sequence (forward; backward
+               act_bytes: float, attention_s: Array) -> tuple[Array, Array]:
+    """The exposed seconds of the first forward pass and of the whole layer. Context
+    parallelism all-gathers the keys and values of the sequence (forward; backward
     again, and reduce-scatters their gradients), each hidden behind the attention it feeds
     (ring attention, Liu et al. 2023; Megatron-Core's CP). PyTorch's context_parallel
     (`stack.context_parallel: torch_allgather`) gathers keys and values repeated to every
@@ -232,11 +264,12 @@ def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficien
         grads = (d.cp - 1.0) * exposed_s(
             p2p_s(grad_bytes, cp_link.bandwidth_bytes_per_s, cp_link.latency_s),
             2.5 * step, slowdown=0.0)
-        return (forwards * exposed_s(gather, step, slowdown=0.0)
-                + exposed_s(gather, 2.5 * step, slowdown=0.0) + grads)
+        forward = exposed_s(gather, step, slowdown=0.0)
+        return forward, forwards * forward + exposed_s(gather, 2.5 * step, slowdown=0.0) + grads
     kv_bytes = act_bytes * d.mb * model.seq_len * (a.k_width + a.v_width) / d.tp
     gather = all_gather_s(kv_bytes, d.cp, cp_link.bandwidth_bytes_per_s, cp_link.latency_s)
-    return (forwards + 2.0) * exposed_s(gather, attention_s, slowdown=0.0)
+    forward = exposed_s(gather, attention_s, slowdown=0.0)
+    return forward, (forwards + 2.0) * forward
 
 
 _GRAD_RING_BYTES = 4.0
@@ -374,4 +407,6 @@ def stage_cost(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, d
         forward_s=layers * layer.forward_s, backward_s=layers * layer.backward_s,
         bubble_unit_s=layers * per_layer + logits / d.pp,
         send_bytes=act * shape.tokens_per_micro_batch * model.hidden / d.tp,
-        units=layers, host_s=np.where(last_slower, last_host, full_host))
+        units=layers, host_s=np.where(last_slower, last_host, full_host),
+        scale_up_forward_s=layers * layer.scale_up_forward_s,
+        scale_up_backward_s=layers * layer.scale_up_backward_s)

@@ -66,6 +66,11 @@ class StageCost:
     host_s: Array | float = 0.0  # host time to launch the micro-batch's kernels
     ep_comm_s: Array | float = 0.0  # exposed expert-parallel all-to-alls (mixture of experts)
     host_wait_s: Array | float = 0.0  # the GPU idle after host synchronisations (dropless MoE)
+    # of the exposed tp/cp/ep time, the part whose groups stay inside a scale-up domain (the
+    # NICs idle meanwhile: a window for data-parallel traffic that crosses them,
+    # cost.schedule), in the forward pass and in the backward pass with its recompute
+    scale_up_forward_s: Array | float = 0.0
+    scale_up_backward_s: Array | float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
