@@ -18,8 +18,9 @@ a blank precision is bf16 (Megatron's default: no fp8 flag is stated).
 Rows are grouped by `kind`: "benchmark" (force-balanced, dropless performance runs: the
 headline), and rows whose work the model does not describe as run: "natural routing" (load
 imbalance not published: expert_imbalance 1.0 understates them), "token dropping"
-(capacity-factor runs drop tokens the model still computes) and "SFT report" (approximate
-user reports of fine-tuning). Prints each row and the error by group.
+(capacity-factor runs drop tokens the model still computes), "SFT report" (approximate
+user reports of fine-tuning) and "regression" (a run its publisher's own tracker records as a
+software regression of that release). Prints each row and the error by group.
 
     python benchmarks/moe_accuracy.py [--cases PATH] [--limit N] [--json]
 """
