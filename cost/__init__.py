@@ -8,6 +8,9 @@ every workload shares; the typed result of one plan (result).
 May import numpy and the standard library only: nothing of Optuna, files or the command line.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .attention import MLA
 from .breakdown import CostReport, MemoryUse, Price, StepTime
 from .codec import KNOBS, PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
@@ -16,8 +19,6 @@ from .errors import CostModelError
 from .evaluate import evaluate, evaluate_grid
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
-from .layers import Layer, LayersModel
-from .moe import MoEModelSpec
 from .pools import MixedCluster, PoolUse
 from .precision import element_bytes
 from .result import ClusterSummary, PlanResult, plan_result
@@ -33,6 +34,10 @@ from .validity import (
     structurally_valid,
 )
 from .workload import Workload
+
+if TYPE_CHECKING:
+    from .layers import Layer, LayersModel
+    from .moe import MoEModelSpec
 
 COST_MODEL_VERSION = "3"
 
@@ -85,3 +90,18 @@ __all__ = [
     "precision_violation",
     "structurally_valid",
 ]
+
+_LAZY = {"Layer": "layers", "LayersModel": "layers", "MoEModelSpec": "moe"}
+"""The workloads a dense transformer's evaluation does not use, and their modules: imported on
+first use (PEP 562), so that `tuner evaluate` of a dense model imports neither the CNN layers
+nor the mixture of experts (cost.moe and the modules of its time and memory)."""
+
+
+def __getattr__(name: str) -> Any:
+    """`cost.NAME` for the names of _LAZY, imported from its module the first time."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups find it without this function
+    return value

@@ -1,22 +1,24 @@
 """The built-in GPU and model catalogs (catalog/gpus.yaml, catalog/models.yaml) as cost types.
 
 Loaded once, with `importlib.resources` so they work from an installed wheel, and returned as
-read-only mappings: the only cached data in the package (shared/STYLE.md, sec. 12).
+read-only mappings: the only cached data in the package (shared/STYLE.md, sec. 12). Each
+entry is converted to its cost type when first looked up: a spec that names one GPU and one
+model converts those two, not the whole catalog (nor imports cost.moe for the mixtures of
+experts it does not use); tests/search_spaces/test_catalog.py converts every entry.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
-from cost import MLA, PRECISIONS, GPUSpec, ModelSpec, MoEModelSpec
+from cost import MLA, PRECISIONS, GPUSpec, ModelSpec
 
 from .errors import SpecError
 from .units import parse_quantity
@@ -53,8 +55,36 @@ _MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "
                "moe_layer_freq", "mtp_layers", "expert_groups", "group_top_k")
 
 
+_T = TypeVar("_T")
+
+
+class _Catalog(Mapping[str, _T]):
+    """A catalog's names (the keys of its YAML file, in order) mapped to entries converted by
+    `convert(name, raw entry)` on first lookup, then kept; read-only, like MappingProxyType
+    (assigning an item raises TypeError)."""
+
+    def __init__(self, raw: Mapping[str, Any], convert: Callable[[str, Any], _T]) -> None:
+        self._raw, self._convert, self._done = raw, convert, dict[str, _T]()
+
+    def __getitem__(self, name: str) -> _T:
+        if name not in self._done:
+            self._done[name] = self._convert(name, self._raw[name])  # KeyError as a dict's
+        return self._done[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> str:
     """'unknown GPU 'a100'; did you mean a100-40gb, a100-80gb? (choose one of ...)'."""
+    import difflib  # only to word an error
+
     prefixed = [n for n in known if n.startswith(str(name))][:3]
     close = prefixed or difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
@@ -111,13 +141,17 @@ def _direct_gpu_fields() -> set[str]:
         "name", "peak_flops_per_s", "hbm_capacity_bytes", "sources"}
 
 
-@functools.cache
-def gpu_catalog() -> Mapping[str, GPUSpec]:
-    """Catalog name -> GPUSpec, SI units (read-only)."""
+def _gpu_entry(name: str, entry: Mapping[str, Any]) -> GPUSpec:
     try:
-        return MappingProxyType({n: _gpu_spec(n, e) for n, e in _read("gpus.yaml").items()})
+        return _gpu_spec(name, entry)
     except SpecError as err:
         raise err.with_file("gpus.yaml") from err
+
+
+@functools.cache
+def gpu_catalog() -> Mapping[str, GPUSpec]:
+    """Catalog name -> GPUSpec, SI units (read-only; each entry converted when first used)."""
+    return _Catalog(_read("gpus.yaml"), _gpu_entry)
 
 
 @functools.cache
@@ -138,16 +172,20 @@ def _model_spec(name: str, entry: Mapping[str, Any]) -> ModelSpec:
     try:
         if isinstance(values.get("attention"), dict):
             values["attention"] = MLA(**values["attention"])
-        kind = MoEModelSpec if "experts" in values else ModelSpec
-        return kind(name=name, **values)
+        if "experts" not in values:
+            return ModelSpec(name=name, **values)
+        from cost import MoEModelSpec  # with cost.moe, for the mixtures of experts only
+
+        return MoEModelSpec(name=name, **values)
     except TypeError as err:
         raise SpecError(str(err), file="models.yaml", field=name) from err
 
 
 @functools.cache
 def model_catalog() -> Mapping[str, ModelSpec]:
-    """Catalog name -> ModelSpec (read-only)."""
-    return MappingProxyType({n: _model_spec(n, e) for n, e in _read("models.yaml").items()})
+    """Catalog name -> ModelSpec, a MoEModelSpec for a mixture of experts (read-only; each
+    entry converted when first used)."""
+    return _Catalog(_read("models.yaml"), _model_spec)
 
 
 @functools.cache

@@ -17,12 +17,14 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
-    TypeAdapter,
     model_validator,
 )
 from pydantic_core import PydanticCustomError
 
 from .errors import SpecError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 __all__ = ["Choice", "Choosable", "IntChoosable", "IntRange", "fixed", "is_choice"]
 
@@ -117,6 +119,8 @@ def _range_bounds_checker(inner: Any) -> Any:
     def check(value: Any) -> Any:
         if isinstance(value, IntRange):
             if not adapters:
+                from pydantic import TypeAdapter  # pydantic.type_adapter, for a range only
+
                 adapters.append(TypeAdapter(inner))
             adapters[0].validate_python(value.min)
             adapters[0].validate_python(value.max)

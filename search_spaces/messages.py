@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -51,6 +50,8 @@ def _known_fields(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -
 
 def _close_field(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -> str | None:
     """The known field an unknown key is probably a misspelling of (difflib, ratio >= 0.6)."""
+    import difflib  # imported by the messages of bad specs only
+
     close = difflib.get_close_matches(str(loc[-1]), _known_fields(loc, sections), n=1)
     return close[0] if close else None
 
@@ -110,6 +111,8 @@ def _close_word(error: Mapping[str, Any]) -> str:
     shown = error.get("input")
     if error["type"] not in ("enum", "literal_error") or not isinstance(shown, str):
         return ""
+    import difflib
+
     close = difflib.get_close_matches(shown, re.findall(r"'([^']*)'", expected), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 

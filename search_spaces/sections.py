@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from cost import MLA, Efficiency, Layer, LayersModel, ModelSpec, MoEModelSpec, TrainingSpec
+from cost import MLA, Efficiency, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
 from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
 from .headroom import Headroom
-from .networks import network_catalog
+
+if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers
+    from cost import LayersModel
 
 __all__ = [
     "OBJECTIVES",
@@ -152,6 +154,8 @@ class ModelSection(Frozen):
         values["attention"] = self.attention.to_mla() if self.attention else None
         if self.experts is None:
             return ModelSpec(**values)
+        from cost import MoEModelSpec
+
         moe = {k: getattr(self, k) for k in _MOE_FIELDS}
         return MoEModelSpec(**values, experts=self.experts, **moe)
 
@@ -175,14 +179,19 @@ class LayersSection(Frozen):
     layers: Annotated[tuple[LayerEntry, ...], Field(min_length=1, max_length=100_000)]
 
     def to_model_spec(self) -> LayersModel:
+        from cost import Layer, LayersModel
+
         return LayersModel(name=self.name, layers=tuple(
             Layer(name=x.name, forward_flops=x.forward_flops, params=x.params,
                   activation_bytes=x.activation_bytes, outputs=x.outputs)
             for x in self.layers))
 
 
-def _known_names() -> dict[str, Any]:
-    return {**model_catalog(), **network_catalog()}
+def _known_names() -> dict[str, None]:
+    """The names of both catalogs, models first (the message lists them; no entry is built)."""
+    from .networks import network_catalog
+
+    return dict.fromkeys([*model_catalog(), *network_catalog()])
 
 
 def resolve_model(value: Any) -> Any:
@@ -190,12 +199,14 @@ def resolve_model(value: Any) -> Any:
     a LayersSection for the built-in networks)."""
     catalog = model_catalog()
     if isinstance(value, str):
+        if value in catalog:  # no network has a model's name (tests/search_spaces/test_catalog.py)
+            return dataclasses.asdict(catalog[value])
+        from .networks import network_catalog  # built, with cost.layers, for other names only
+
         networks = network_catalog()
         if value in networks:
             return {"kind": "layers", **dataclasses.asdict(networks[value])}
-        if value not in catalog:
-            raise ValueError(unknown_name_message("model", value, _known_names()))
-        return dataclasses.asdict(catalog[value])
+        raise ValueError(unknown_name_message("model", value, _known_names()))
     if isinstance(value, dict) and "base" in value:
         base = value["base"]
         if base not in catalog:

@@ -8,8 +8,9 @@ from importlib import resources
 import pytest
 import yaml
 
-from cost import parameter_count
+from cost import GPUSpec, ModelSpec, MoEModelSpec, parameter_count
 from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
+from search_spaces.networks import network_catalog
 
 REQUIRED_GPUS = ("v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200",
                  "b200", "gb200", "gb300", "mi300x", "k80", "p100", "t4")
@@ -90,3 +91,19 @@ def test_catalogs_are_read_only_and_cached() -> None:
     with pytest.raises(TypeError):
         gpu_catalog()["x"] = gpu_catalog()["t4"]  # type: ignore[index]
     assert "description" in gpu_info()["h100-80gb"]
+
+
+def test_every_catalog_entry_converts() -> None:
+    """Entries are converted when first looked up (search_spaces.catalog): each one does, to
+    its cost type, and is kept."""
+    gpus, models = gpu_catalog(), model_catalog()
+    assert all(isinstance(gpus[name], GPUSpec) for name in gpus)
+    assert all(isinstance(models[name], ModelSpec) for name in models)
+    assert isinstance(models["deepseek-v3"], MoEModelSpec)
+    assert gpus["h100-80gb"] is gpus["h100-80gb"]
+    assert list(gpus) == list(_raw_gpus()) and len(gpus) == len(_raw_gpus())
+
+
+def test_no_network_has_a_models_name() -> None:
+    """A model's name is looked up among the models before the networks (resolve_model)."""
+    assert not set(model_catalog()) & set(network_catalog())

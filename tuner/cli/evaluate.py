@@ -37,7 +37,7 @@ def _evaluated(path: str) -> cache.Evaluated:
         return found
     from search_spaces import load_spec
 
-    from ..engine.evaluation import fixed_result
+    from ..engine.limits import fixed_result
     from ..views import text as render
 
     spec = load_spec(path)  # errors as without a cache: this names the file and the field

@@ -19,9 +19,9 @@ from cost import (
     evaluate_grid,
     plan_result,
 )
-from search_spaces import GPUSection, StudySpec
+from search_spaces import GPUSection
 
-from .limits import limit_messages, with_spec_limits
+from .limits import fixed_result, limit_messages
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 if TYPE_CHECKING:  # annotations only: `tuner evaluate` imports neither
@@ -30,14 +30,6 @@ if TYPE_CHECKING:  # annotations only: `tuner evaluate` imports neither
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
            "fixed_result", "flat_scores", "label", "one_plan", "result_of"]
-
-
-def fixed_result(spec: StudySpec) -> PlanResult:
-    """The one plan of a fixed spec, evaluated (`tuner evaluate`, POST /v1/evaluate); a
-    SpecError names the first choice of a spec that is not fixed."""
-    inputs = spec.to_cost_inputs()
-    report = evaluate(*inputs, efficiency=spec.efficiency())
-    return with_spec_limits(spec, report, plan_result(*inputs, report))
 
 
 def label(value: Any) -> Any:

@@ -1,5 +1,6 @@
 """A spec's `constraints` on one plan's result: what each broken limit adds to its violations,
-and the result of a fixed spec (`tuner evaluate`, `tuner explain`) under its limits."""
+and the result of a fixed spec (`tuner evaluate`, `tuner explain`) under its limits.
+`tuner evaluate` imports this module, not tuner.engine.evaluation (the sweeps' chunks)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from cost import CostReport, PlanResult
+from cost import CostReport, PlanResult, evaluate, plan_result
 from search_spaces import Constraints, StudySpec, required_free_bytes
 
 from .scoring import score
 
-__all__ = ["limit_messages", "with_spec_limits"]
+__all__ = ["fixed_result", "limit_messages", "with_spec_limits"]
 
 _GIB = 2.0**30
 _LIMITS = {"max_cost": "cost to train", "max_days": "days to train", "max_gpus": "GPUs",
@@ -49,3 +50,11 @@ def with_spec_limits(spec: StudySpec, report: CostReport, result: PlanResult) ->
     scores = score(report, spec.objective, spec.constraints)
     values = {k: float(np.ravel(v)[0]) for k, v in scores.constraints.items()}
     return result.with_limits(values, limit_messages(spec.constraints, values, result))
+
+
+def fixed_result(spec: StudySpec) -> PlanResult:
+    """The one plan of a fixed spec, evaluated (`tuner evaluate`, POST /v1/evaluate); a
+    SpecError names the first choice of a spec that is not fixed."""
+    inputs = spec.to_cost_inputs()
+    report = evaluate(*inputs, efficiency=spec.efficiency())
+    return with_spec_limits(spec, report, plan_result(*inputs, report))
