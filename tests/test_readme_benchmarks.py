@@ -39,7 +39,9 @@ QUICK: dict[str, tuple[list[str], str]] = {
     # script: (arguments, a phrase its output must contain)
     "benchmarks/accuracy.py": (["--cases", "{cases}"], "mean absolute error"),
     "benchmarks/calibration.py": (["--cases", "{cases}"], "held out"),
-    "benchmarks/cmdare.py": (["--limit", "8"], "mixed clusters"),
+    # two runs, one fitted and one held out, then the mixes: every step of the script in
+    # about 4 s (--limit 8, eight runs fitted twice over, took 30-40 s on 2 cores)
+    "benchmarks/cmdare.py": (["--limit", "2"], "mixed clusters"),
     "benchmarks/cnn_h100.py": ([], "largest step error"),
     "benchmarks/comet_case_study.py": ([], "spread at one budget"),
     "benchmarks/gpu_validation.py": ([], "peak memory"),
@@ -57,7 +59,9 @@ QUICK: dict[str, tuple[list[str], str]] = {
     "benchmarks/large_space.py": (["--small", "--seeds", "1", "--trials", "10"],
                                   "default search"),
     "benchmarks/sync.py": ([], "textbook checks"),
-    "benchmarks/workers.py": (["--trials", "8", "--workers", "1,2", "--sampler", "random"],
+    # one row per storage (two workers: the shared study), not a row per worker count: each
+    # row is a new study and new worker processes, and a second row runs the same lines
+    "benchmarks/workers.py": (["--trials", "8", "--workers", "2", "--sampler", "random"],
                               "trials/s"),
     "benchmarks/serve_load.py": (["--clients", "2", "--requests", "40"], "requests/s"),
 }
