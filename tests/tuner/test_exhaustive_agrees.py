@@ -50,16 +50,25 @@ def every_plan(space: Space) -> list[tuple[dict[str, Any], cost.CostReport]]:
     return out
 
 
-def test_the_small_space_has_a_few_hundred_plans_some_too_big() -> None:
+@pytest.fixture(scope="module")
+def small_fitting() -> list[tuple[dict[str, Any], cost.CostReport]]:
+    """every_plan of SMALL_GPT3, made once (a second or two of scalar evaluations) for the
+    tests that only read it."""
+    return every_plan(space(SMALL_GPT3))
+
+
+def test_the_small_space_has_a_few_hundred_plans_some_too_big(
+        small_fitting: list[tuple[dict[str, Any], cost.CostReport]]) -> None:
     small = space(SMALL_GPT3)
     assert 200 <= small.count() <= 1000
-    assert 0 < len(every_plan(small)) < small.count()
+    assert 0 < len(small_fitting) < small.count()
 
 
-def test_exhaustive_finds_the_brute_force_optimum() -> None:
+def test_exhaustive_finds_the_brute_force_optimum(
+        small_fitting: list[tuple[dict[str, Any], cost.CostReport]]) -> None:
     small = space(SMALL_GPT3)
     result = sweep(small)
-    fitting = every_plan(small)
+    fitting = small_fitting
     brute = max(float(r.tokens_per_s) for _, r in fitting)
     best, knobs = result.best[0]
     assert best.feasible
