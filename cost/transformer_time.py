@@ -120,29 +120,27 @@ def layer_times(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
     # MLP's output GEMM saves its inputs before it runs, so it is not redone
     full = forward - (last_gemm if style.checkpoint_early_stop and f > 0 else 0.0)
     recompute = np.where(d.recompute >= 2, full, np.where(d.recompute >= 1, selective, 0.0))
-    tp_comm = _tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act, gemms_s=gemms,
-                         blocks=2.0 if f > 0 else 1.0)
+    tp_forward, tp_comm = _tp_comm_s(model, cluster, d, tokens, eff, act_bytes=act,
+                                     gemms_s=gemms, blocks=2.0 if f > 0 else 1.0)
     cp_forward, cp_comm = _cp_comm_s(model, cluster, d, eff, act_bytes=act,
                                      attention_s=attention)
-    scale_up_forward, scale_up_backward = _scale_up_comm_s(cluster, d, tp_comm=tp_comm,
-                                                           cp_forward=cp_forward,
-                                                           cp_comm=cp_comm)
+    scale_up_forward, scale_up_backward = _scale_up_comm_s(
+        cluster, d, tp_forward=tp_forward, tp_comm=tp_comm, cp_forward=cp_forward,
+        cp_comm=cp_comm)
     return LayerTimes(forward_s=forward, backward_s=backward, attention_forward_s=attention,
                       recompute_s=recompute, tp_comm_s=tp_comm, cp_comm_s=cp_comm,
                       scale_up_forward_s=scale_up_forward,
                       scale_up_backward_s=scale_up_backward)
 
 
-def _scale_up_comm_s(cluster: ClusterSpec, d: Degrees, *, tp_comm: Array, cp_forward: Array,
-                     cp_comm: Array) -> tuple[Array, Array]:
-    """Of one layer's exposed tensor- and context-parallel seconds, those whose group stays
-    inside a scale-up domain (cost.collectives.inside_domain), forward and backward (with the
-    forward redone under recompute): the time the NICs idle (cost.schedule). The tp
-    collectives run once per block forward, once backward and once more under full recompute
-    (_tp_comm_s), so the forward holds 1 / (2 + full) of their exposed time."""
+def _scale_up_comm_s(cluster: ClusterSpec, d: Degrees, *, tp_forward: Array, tp_comm: Array,
+                     cp_forward: Array, cp_comm: Array) -> tuple[Array, Array]:
+    """Of one layer's exposed tensor- and context-parallel seconds (each the first forward
+    pass's and the whole layer's, as _tp_comm_s and _cp_comm_s give them), those whose group
+    stays inside a scale-up domain (cost.collectives.inside_domain), forward and backward
+    (with the forward redone under recompute): the time the NICs idle (cost.schedule)."""
     tp_inside = inside_domain(cluster, stride=1.0, size=d.tp)
     cp_inside = inside_domain(cluster, stride=d.tp, size=d.cp)
-    tp_forward = tp_comm / (2.0 + np.where(d.recompute >= 2, 1.0, 0.0))
     forward = np.where(tp_inside, tp_forward, 0.0) + np.where(cp_inside, cp_forward, 0.0)
     backward = (np.where(tp_inside, tp_comm - tp_forward, 0.0)
                 + np.where(cp_inside, cp_comm - cp_forward, 0.0))
@@ -222,8 +220,10 @@ def host_s(model: ModelSpec, d: Degrees, eff: Efficiency, layers: Array) -> Arra
 
 
 def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array,
-               eff: Efficiency, *, act_bytes: float, gemms_s: Value, blocks: float) -> Array:
-    """Tensor-parallel collectives of one layer: an all-reduce (or, with sequence parallelism,
+               eff: Efficiency, *, act_bytes: float, gemms_s: Value, blocks: float
+               ) -> tuple[Array, Array]:
+    """The exposed seconds of the first forward pass and of the whole layer, as _cp_comm_s.
+    Tensor-parallel collectives of one layer: an all-reduce (or, with sequence parallelism,
     a reduce-scatter and an all-gather) of the layer's T·h activations once forward and once
     backward per block (attention, MLP), once more under full recompute. Transformer Engine
     splits the all-gather + GEMM and GEMM + reduce-scatter of sequence parallelism into chunks
@@ -239,8 +239,9 @@ def _tp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, tokens: Array
     passes = blocks * (2.0 + np.where(d.recompute >= 2, 1.0, 0.0))  # fwd, bwd (+ fwd again)
     overlappable = (d.sp > 0) & (d.tp <= np.asarray(cluster.scale_up_domain_gpus))
     gemm_passes = 3.0 + np.where(d.recompute >= 2, 1.0, 0.0)
-    return exposed_s(passes * one_tp, gemm_passes * gemms_s, slowdown=eff.overlap_slowdown,
-                     hideable=np.where(overlappable, eff.tp_overlap, 0.0))
+    total = exposed_s(passes * one_tp, gemm_passes * gemms_s, slowdown=eff.overlap_slowdown,
+                      hideable=np.where(overlappable, eff.tp_overlap, 0.0))
+    return total * blocks / passes, total  # each pass exposes the same share
 
 
 def _cp_comm_s(model: ModelSpec, cluster: ClusterSpec, d: Degrees, eff: Efficiency, *,
