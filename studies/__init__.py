@@ -7,7 +7,7 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 
 from .errors import StudyError
 from .identity import cost_model_version, problem, problem_differences, problem_digest
-from .listing import best_results, export_trials, list_studies, trials_table
+from .listing import best_results, export_trials, list_studies, nearest_result, trials_table
 from .locate import LEGACY_STORAGE_URL, Located, locate_storage
 from .metadata import (
     SCHEMA_VERSION,
@@ -100,6 +100,7 @@ __all__ = [
     "locate_storage",
     "metric_names",
     "name_metrics",
+    "nearest_result",
     "open_storage",
     "problem",
     "problem_differences",

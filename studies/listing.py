@@ -19,7 +19,7 @@ from .errors import StudyError
 from .metadata import load_study, target_trials
 from .records import RESULT_ATTR, TrialResult, equivalent_plans, is_feasible, result_of
 
-__all__ = ["best_results", "export_trials", "list_studies", "trials_table"]
+__all__ = ["best_results", "export_trials", "list_studies", "nearest_result", "trials_table"]
 
 _STATES = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED,
            "fail": TrialState.FAIL, "running": TrialState.RUNNING}
@@ -127,6 +127,18 @@ def best_results(study: optuna.Study, *, top: int = 1) -> list[TrialResult]:
     front = [t for t in study.best_trials if is_feasible(t) and RESULT_ATTR in t.user_attrs]
     front.sort(key=lambda t: (*t.values, t.number))
     return _distinct(front, None)
+
+
+def nearest_result(study: optuna.Study) -> TrialResult | None:
+    """The infeasible plan nearest to feasible: the finished trial whose largest constraint
+    value (the fraction by which it exceeds a limit) is least, earlier trials winning ties;
+    None where no finished trial holds a result with constraint values. What `tuner search`
+    names when no plan is feasible."""
+    missed = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+              if t.constraints and not is_feasible(t) and RESULT_ATTR in t.user_attrs]
+    if not missed:
+        return None
+    return _with_trial(min(missed, key=lambda t: (max(t.constraints.values()), t.number)))
 
 
 def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:

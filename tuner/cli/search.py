@@ -39,8 +39,10 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
     name, used = out["study"], out.get("sampler")
     if out.get("optimal"):
         chosen = " (auto)" if out.get("requested_sampler") == "auto" else ""
+        found = out.get("feasible_plans", 0)
+        verdict = f"{found:,} feasible: optimal" if found else "none feasible"
         return (f"study {name}: exhaustive sweep{chosen}, {out['evaluated']:,} plans evaluated,"
-                f" {out.get('feasible_plans', 0):,} feasible: optimal ({seconds:.1f} s)")
+                f" {verdict} ({seconds:.1f} s)")
     how = f" with {used}" if used else ""
     if used and auto:
         more = "" if auto["counted_all"] else "more than "
@@ -52,7 +54,7 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:
-    from studies import best_results, stored_spec
+    from studies import best_results, nearest_result, stored_spec
 
     from ..engine.search import summary
     from ..views import studies as studies_view
@@ -70,8 +72,8 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
         click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
                    f"machine) or `tuner resume {out['study']}` runs them")
     elif not best:
-        click.echo("no feasible plan: every plan exceeds memory or a constraint; "
-                   "`tuner export` shows how far off each was")
+        click.echo(studies_view.no_feasible_text(out["study"], nearest_result(study),
+                                                 swept=bool(out.get("optimal"))))
     elif pareto:
         click.echo(studies_view.best_text(out["study"], best, pareto=True))
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from optuna.storages import BaseStorage
 
@@ -10,8 +12,10 @@ from studies import (
     export_trials,
     list_studies,
     load_study,
+    nearest_result,
     open_storage,
     redact_url,
+    swept,
 )
 
 from ..views import studies as studies_view
@@ -50,11 +54,16 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     """The best plan(s) of study NAME, or its Pareto front."""
     study = load_study(_read_only(storage_for(storage, study=name)), name)
     results = best_results(study, top=top)
+    nearest = None if results else nearest_result(study)
     if as_json:
-        click.echo(render.to_json({"study": name, "best": [r.as_dict() for r in results]}))
+        out: dict[str, Any] = {"study": name, "best": [r.as_dict() for r in results]}
+        if nearest is not None:
+            out["nearest"] = nearest.as_dict()
+        click.echo(render.to_json(out))
         return
     pareto = len(study.directions) > 1
-    click.echo(studies_view.best_text(name, results, pareto=pareto))
+    click.echo(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
+                                      swept=swept(study) is not None))
 
 
 @click.command()

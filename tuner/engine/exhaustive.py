@@ -5,7 +5,9 @@ layouts times every combination of the knobs no rule ties to the layout
 (search_spaces.grid, cost.evaluate_grid), so that each term of the model is computed once per
 distinct combination of the knobs it reads. Records the best plans (the TOP best, or the
 Pareto front of two objectives) as trials of the study, not a trial per plan, with the counts
-of plans evaluated and feasible as study attributes.
+of plans evaluated and feasible as study attributes. Where no plan is feasible, the sweep
+keeps the nearest miss instead (the valid plan whose largest constraint value is least), so
+that the user sees what the closest layout lacks.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from search_spaces.grid import ClusterGrid
 
 from .evaluation import Candidate, label
 from .interrupt import Stop
-from .scoring import DIRECTIONS, score
+from .scoring import DIRECTIONS, Scores, score
 
 __all__ = ["TOP", "SweepSummary", "pareto_mask", "sweep"]
 
@@ -41,6 +43,8 @@ class SweepSummary:
     feasible, the seconds it took, and whether it saw the whole space (False: stopped)."""
 
     best: list[tuple[Candidate, dict[str, Any]]]
+    """The best feasible plans; where none is feasible, the nearest miss alone (its
+    constraint values say by how much it misses)."""
     evaluated: int
     feasible: int
     seconds: float
@@ -98,6 +102,36 @@ class _Best:
         self.items = [pool[i] for i in keep]
 
 
+def _items(part: ClusterGrid, report: Any, scores: Scores, objectives: np.ndarray,
+           idx: np.ndarray) -> list[Any]:
+    """What a sweep keeps of the plans `idx` (flat indices) of one grid: the grid, the index,
+    the objective values, the constraint values by name and the memory per GPU (bytes)."""
+    constraints = {k: v.ravel()[idx] for k, v in scores.constraints.items()}
+    memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[
+        np.unravel_index(idx, part.grid.shape)]
+    return [(part, int(i), objectives[i], {k: float(v[n]) for k, v in constraints.items()},
+             float(memory[n])) for n, i in enumerate(idx)]
+
+
+class _Nearest:
+    """The valid plan with the least violation (its largest constraint value, all > 0) seen
+    so far; earlier plans win ties."""
+
+    def __init__(self) -> None:
+        self.violation = np.inf
+        self.item: Any = None
+
+    def consider(self, part: ClusterGrid, report: Any, scores: Scores,
+                 objectives: np.ndarray) -> None:
+        """Keep the grid's least-violating valid plan if it misses by less."""
+        valid = np.broadcast_to(report.valid, part.grid.shape).ravel()
+        violation = np.where(valid, scores.violation.ravel(), np.inf)
+        i = int(np.argmin(violation))
+        if violation[i] < self.violation:
+            self.violation = float(violation[i])
+            self.item = _items(part, report, scores, objectives, np.array([i]))[0]
+
+
 def _dominated(front: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """True for the rows of `keys` that a point of `front` (sorted by its first column) weakly
     dominates: the least second value among front points whose first is <= theirs."""
@@ -117,6 +151,7 @@ def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = No
     signs = np.array([-1.0 if DIRECTIONS[o] == "maximize" else 1.0
                       for o in space.spec.objective])
     best = _Best(len(signs))
+    nearest = _Nearest()
     evaluated = feasible = 0
     for part in space.cluster_grids(combinations):
         if (stop is not None and stop.requested) or (skip is not None and skip()):
@@ -131,18 +166,16 @@ def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = No
         evaluated += int(valid)
         feasible += int(np.count_nonzero(ok))
         objectives = scores.objectives.reshape(-1, len(signs))
+        if not feasible and valid:  # none feasible yet: keep the nearest miss
+            nearest.consider(part, report, scores, objectives)
         keys = objectives * signs
         idx = best.candidates(keys, ok)
         if len(idx):
-            constraints = {k: v.ravel()[idx] for k, v in scores.constraints.items()}
-            memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[
-                np.unravel_index(idx, part.grid.shape)]
-            items = [(part, int(i), objectives[i],
-                      {k: float(v[n]) for k, v in constraints.items()}, float(memory[n]))
-                     for n, i in enumerate(idx)]
-            best.add(keys[idx], items)
+            best.add(keys[idx], _items(part, report, scores, objectives, idx))
         if progress is not None:
             progress(part.grid.size)
+    if not best.items and nearest.item is not None:
+        best.items = [nearest.item]
     return _summary(space, best, evaluated, feasible, start, complete=True)
 
 

@@ -26,6 +26,7 @@ from studies import (
     complete_count,
     create_or_continue,
     finished_under_us,
+    nearest_result,
     recover_stale_trials,
     search_settings,
     set_target_trials,
@@ -323,6 +324,10 @@ def summary(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
         "optimal": done is not None,
         "evaluated": int(done["evaluated"]) if done is not None else _evaluated(study),
     }
+    if not out["best"]:  # what the nearest miss lacks (studies.nearest_result)
+        nearest = nearest_result(study)
+        if nearest is not None:
+            out["nearest"] = nearest.as_dict()
     if done is not None:
         out["feasible_plans"] = int(done["feasible_plans"])
     elif "feasible_plans" in study.user_attrs:  # a sweep of an earlier tuner

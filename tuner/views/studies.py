@@ -9,8 +9,8 @@ from typing import Any
 from cost import ClusterSummary, PlanRecord
 from studies import TrialResult
 
-__all__ = ["best_cells", "best_columns", "best_text", "cluster_summary", "plan_summary",
-           "studies_text"]
+__all__ = ["best_cells", "best_columns", "best_text", "cluster_summary", "no_feasible_text",
+           "plan_summary", "studies_text"]
 
 _GIB = 2.0**30
 
@@ -118,13 +118,28 @@ def best_cells(results: Sequence[TrialResult]) -> tuple[list[str], list[list[str
     return [c for c, _ in columns], [[cell(r) for _, cell in columns] for r in results]
 
 
-def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool) -> str:
-    """One row per best plan (or per plan of the Pareto front)."""
+def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool,
+              nearest: TrialResult | None = None, swept: bool = False) -> str:
+    """One row per best plan (or per plan of the Pareto front); with none, no_feasible_text
+    of the `nearest` miss."""
     if not results:
-        return f"{name}: no feasible plan yet; run more trials or relax the constraints"
+        return no_feasible_text(name, nearest, swept=swept)
     title = f"{name}: Pareto front, {len(results)} plans" if pareto else f"{name}: best plans"
     header, rows = best_cells(results)
     return "\n".join([title, *_table(header, rows)])
+
+
+def no_feasible_text(name: str, nearest: TrialResult | None, *, swept: bool) -> str:
+    """What to say when no stored plan of study `name` is feasible: the plan nearest to
+    feasible (studies.nearest_result), what it lacks and how to see its costs. `swept`: an
+    exhaustive sweep saw every plan, so more trials would not help."""
+    verdict = f"{name}: no feasible plan" + ("" if swept else " yet")
+    if nearest is None:
+        return f"{verdict}; {'' if swept else 'run more trials or '}relax the constraints"
+    lacks = "; ".join(nearest.result.violations) or "a constraint is exceeded"
+    return (f"{verdict}; the nearest, trial {nearest.trial} "
+            f"({plan_summary(nearest.result.plan)}): {lacks}. "
+            f"`tuner explain {name} --trial {nearest.trial}` shows its costs")
 
 
 def _values_text(values: Sequence[float] | None) -> str:

@@ -1,0 +1,89 @@
+"""A space where no plan fits: the exhaustive sweep keeps the nearest miss (the valid plan
+that exceeds its limits by the least), `tuner search` names it with what it lacks and says
+that none is feasible rather than optimal, and `--json` carries it as `nearest`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+import cost
+import cost.codec
+from search_spaces import PLAN_FIELDS
+from tuner.cli import main
+from tuner.engine.exhaustive import sweep
+
+from .specs import space, write
+
+TOO_BIG = {
+    "name": "too-big",
+    "model": "gpt3-175b",
+    "training": {"global_batch": 64, "tokens": 1e9, "precision": "bf16"},
+    "cluster": {"gpu": "a100-80gb", "nodes": 1, "gpus_per_node": 8},
+    "plan": {"tp": [2, 4, 8], "pp": [1, 2, 4], "micro_batch": [1, 2],
+             "recompute": ["none", "full"]},
+    "search": {"sampler": "exhaustive"},
+}
+"""GPT-3 175B on one node of eight A100: no layout holds its weights and optimizer state."""
+
+
+def _least_memory_ratio() -> float:
+    """By brute force (one scalar cost.evaluate per valid plan): the least memory per GPU over
+    usable HBM of the space, the memory constraint of the plan nearest to fitting."""
+    s = space(TOO_BIG)
+    cluster = s.cluster({})
+    ratios = []
+    for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
+        values = dict(zip(PLAN_FIELDS, combo, strict=True))
+        plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in values.items()})
+        if cost.plan_violations(s.model, cluster, s.training, plan):
+            continue
+        report = cost.evaluate(s.model, cluster, s.training, plan)
+        ratios.append(float(np.ravel(report.memory.total_bytes / report.hbm_usable_bytes)[0]))
+    return min(ratios)
+
+
+def test_the_sweep_keeps_the_plan_nearest_to_fitting() -> None:
+    summary = sweep(space(TOO_BIG))
+    assert summary.feasible == 0 and summary.evaluated > 0
+    assert len(summary.best) == 1
+    candidate, _ = summary.best[0]
+    assert candidate.constraints["hbm"] > 0  # it does not fit ...
+    # ... and no valid plan of the space misses by less
+    assert np.isclose(candidate.constraints["hbm"], _least_memory_ratio() - 1.0)
+
+
+def test_search_names_the_nearest_miss_and_what_it_lacks(tmp_path: Path) -> None:
+    spec = str(write(tmp_path, TOO_BIG))
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    done = runner.invoke(main, ["search", spec, "--storage", storage])
+    assert done.exit_code == 0, done.output
+    headline, _, rest = done.output.partition("\n")
+    assert "none feasible" in headline and "optimal" not in headline
+    assert "no feasible plan; the nearest, trial 0 (" in rest
+    assert "GiB usable" in rest and "`tuner explain too-big --trial 0`" in rest
+    data = json.loads(runner.invoke(main, ["search", spec, "--storage", storage, "--json"]
+                                    ).stdout)
+    assert data["best"] == [] and data["feasible_plans"] == 0
+    assert data["nearest"]["trial"] == 0 and data["nearest"]["feasible"] is False
+    assert any("GiB usable" in v for v in data["nearest"]["violations"])
+    explained = runner.invoke(main, ["explain", "too-big", "--trial", "0", "--storage", storage])
+    assert explained.exit_code == 0 and "does NOT fit" in explained.output
+
+
+def test_best_names_the_nearest_miss_of_a_swept_study(tmp_path: Path) -> None:
+    spec = str(write(tmp_path, TOO_BIG))
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    assert runner.invoke(main, ["search", spec, "--storage", storage, "--json"]).exit_code == 0
+    shown = runner.invoke(main, ["best", "too-big", "--storage", storage]).output
+    assert shown.startswith("too-big: no feasible plan; the nearest, trial 0 (")
+    assert "run more trials" not in shown  # every plan was seen
+    data = json.loads(runner.invoke(main, ["best", "too-big", "--storage", storage,
+                                           "--json"]).stdout)
+    assert data["best"] == [] and data["nearest"]["trial"] == 0
