@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from cost import Offload, PlanRecord, Recompute, Sync
+from cost.moe import moe_layer_count
 from search_spaces import model_catalog
 from tuner.cli import main
 from tuner.export import megatron, nemo, torchtitan
@@ -40,6 +41,14 @@ MEGATRON_FLAGS = {
     "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format",
     # the uneven split of a pipeline across pools (same arguments.py, _add_distributed_args)
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+    # a head width other than hidden / heads (_add_network_size_args), mixtures of experts
+    # (_add_moe_args) and multi-head latent attention (_add_mla_args), same arguments.py
+    "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
+    "--moe-grouped-gemm", "--moe-shared-expert-intermediate-size", "--moe-layer-freq",
+    "--moe-router-num-groups", "--moe-router-group-topk", "--mtp-num-layers",
+    "--moe-token-dispatcher-type", "--moe-enable-deepep", "--overlap-moe-expert-parallel-comm",
+    "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
+    "--qk-pos-emb-head-dim", "--v-head-dim",
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     "--nnodes", "--nproc-per-node",
 }
@@ -47,7 +56,8 @@ MEGATRON_CHOICES = {"--recompute-granularity": {"full", "selective"},
                     "--recompute-method": {"uniform", "block"},
                     "--data-parallel-sharding-strategy": {"no_shard", "optim", "optim_grads",
                                                           "optim_grads_params"},
-                    "--fp8-format": {"e4m3", "hybrid"}}
+                    "--fp8-format": {"e4m3", "hybrid"},
+                    "--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"}}
 
 NEMO_ATTRIBUTES = {
     # NeMo v2.4.0, commit 2381f42f6979449b5b99538f8f80135831009b51: nl.Trainer (num_nodes,
@@ -149,6 +159,66 @@ def test_megatron_writes_expert_degrees_when_the_plan_has_them() -> None:
     assert items[items.index("--expert-tensor-parallel-size") + 1] == "2"
     plain, _ = megatron.flags(_launch(_plans()[0]))
     assert "--expert-model-parallel-size" not in plain
+
+
+def test_megatron_describes_a_mixture_of_experts() -> None:
+    """DeepSeek-V3: 256 experts, 8 per token, one shared expert, three dense layers first,
+    group-limited routing, multi-token prediction and latent attention; etp written even at
+    1 (Megatron-LM would otherwise take tp), and the layer pattern evaluates to the layers
+    the cost model gives experts."""
+    model = model_catalog()["deepseek-v3"]
+    plan = MoEPlan(tp=2, pp=8, dp=16, ep=32, etp=1, micro_batch=1)
+    items, _ = megatron.flags(_launch(plan, model="deepseek-v3"))
+    names = [x for x in items if x.startswith("--")]
+    assert set(names) <= MEGATRON_FLAGS, set(names) - MEGATRON_FLAGS
+
+    def value(flag: str) -> str:
+        return items[items.index(flag) + 1]
+
+    assert value("--expert-tensor-parallel-size") == "1"
+    assert (value("--num-experts"), value("--moe-router-topk")) == ("256", "8")
+    assert value("--moe-ffn-hidden-size") == "2048"
+    assert value("--moe-shared-expert-intermediate-size") == "2048"
+    pattern = eval(value("--moe-layer-freq"))  # as Megatron-LM's moe_freq_type evaluates it
+    assert pattern[:4] == [0, 0, 0, 1] and len(pattern) == model.layers
+    assert sum(pattern) == moe_layer_count(model) == 58
+    assert (value("--q-lora-rank"), value("--kv-lora-rank")) == ("1536", "512")
+    assert (value("--qk-head-dim"), value("--qk-pos-emb-head-dim")) == ("128", "64")
+    assert value("--mtp-num-layers") == "1"
+    assert value("--moe-token-dispatcher-type") == "flex"  # DeepEP: the model's default
+    plain = megatron.flags(_launch(_plans()[0]))[0]
+    assert "--num-experts" not in plain and "--expert-tensor-parallel-size" not in plain
+
+
+def test_every_layer_pattern_counts_the_moe_layers() -> None:
+    for name, model in model_catalog().items():
+        if model.kind == "moe":
+            pattern = eval(megatron.layer_pattern(model))
+            assert len(pattern) == model.layers and sum(pattern) == moe_layer_count(model), name
+
+
+def test_a_mixture_of_experts_study_has_every_format(tmp_path: Path) -> None:
+    spec = {"name": "moe-plan", "training": {"global_batch": 64, "precision": "bf16"},
+            "model": {"name": "small-moe", "layers": 4, "hidden": 512, "heads": 8, "vocab": 1000,
+                      "seq_len": 512, "gated_mlp": True, "experts": 8, "top_k": 2,
+                      "expert_ffn_hidden": 256, "dense_layers": 1},
+            "cluster": {"gpu": "h100-80gb", "nodes": 1, "gpus_per_node": 8},
+            "plan": {"tp": [1, 2], "ep": [2, 4, 8], "micro_batch": 1}}
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    done = runner.invoke(main, ["search", str(write(tmp_path, spec)), "--storage", storage,
+                                "--json"])
+    assert done.exit_code == 0, done.output
+    best = json.loads(done.stdout)["best"][0]["plan"]
+    shown = {fmt: runner.invoke(main, ["plan", "moe-plan", "--as", fmt, "--storage", storage])
+             for fmt in ("megatron", "nemo", "torchtitan")}
+    assert all(r.exit_code == 0 for r in shown.values()), {f: r.output for f, r in shown.items()}
+    assert f"--expert-model-parallel-size {best['ep']}" in shown["megatron"].output \
+        or best["ep"] == 1
+    assert "--num-experts 8" in shown["megatron"].output
+    assert "--moe-layer-freq ([0]*1+[1]*3)" in shown["megatron"].output
+    assert f"expert_model_parallel_size = {best['ep']}" in shown["nemo"].output
+    assert f"expert_parallel_degree = {best['ep']}" in shown["torchtitan"].output
 
 
 def test_megatron_states_the_embedding_and_loss_split() -> None:

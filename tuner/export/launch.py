@@ -22,7 +22,8 @@ a degree the plan record lacks is left out (tuner.export.launch.LaunchPlan.degre
 
 @dataclass(frozen=True)
 class LaunchPlan:
-    """A transformer plan ready to be written as a framework's settings."""
+    """A transformer plan (dense or a mixture of experts) ready to be written as a
+    framework's settings."""
 
     title: str  # "study NAME, trial N: <plan> on <cluster>, step X s predicted"
     model: ModelSpec
@@ -34,6 +35,8 @@ class LaunchPlan:
     precision: str
     tp_overlap: bool  # the model hid sequence-parallel traffic (Transformer Engine overlap)
     dp_overlap: bool  # the model overlapped data-parallel traffic with the passes
+    ep_dedup: bool = True  # a token crosses to a remote domain once (DeepEP, HybridEP)
+    ep_overlap: bool = False  # the model hid the expert all-to-alls behind another batch
     pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
     stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
 
@@ -76,7 +79,7 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
     """The launch view of a chosen plan; TunerError for a model no framework format takes."""
     spec = chosen.spec
     model = spec.model.to_model_spec()
-    if model.kind != "transformer":
+    if model.kind not in ("transformer", "moe"):
         raise TunerError(f"{model.name} is a layers model; the Megatron-LM, NeMo and "
                          "torchtitan formats are for transformers: use --as spec")
     cluster = chosen.result.cluster
@@ -95,5 +98,6 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
         gpus_per_node=per_node, global_batch=spec.training.global_batch,
         precision=spec.training.precision,
         tp_overlap=efficiency.tp_overlap > 0 and plan.sequence_parallel and plan.tp > 1,
-        dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1, pools=parts,
+        dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1,
+        ep_dedup=efficiency.ep_dedup, ep_overlap=efficiency.ep_overlap > 0, pools=parts,
         stage_split=stage_layers(parts, int(getattr(model, "layers", 0))))

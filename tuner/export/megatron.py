@@ -12,10 +12,15 @@ stages are even (tuner.export.pools)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, cast
+
 from .launch import LaunchPlan
 from .pools import end_split, pool_notes
 
-__all__ = ["DEGREE_FLAGS", "flags", "render"]
+if TYPE_CHECKING:
+    from cost.moe import MoEModelSpec
+
+__all__ = ["DEGREE_FLAGS", "flags", "layer_pattern", "render"]
 
 DEGREE_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-parallel-size",
                 "cp": "--context-parallel-size", "ep": "--expert-model-parallel-size",
@@ -30,12 +35,63 @@ def _model(lp: LaunchPlan) -> list[str]:
     out = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden),
            "--ffn-hidden-size", str(m.ffn_hidden), "--num-attention-heads", str(m.heads),
            "--seq-length", str(m.seq_len), "--max-position-embeddings", str(m.seq_len)]
+    if m.head_dim != m.hidden // m.heads:
+        out += ["--kv-channels", str(m.head_dim)]
     if m.kv_heads != m.heads:
         out += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
     if m.gated_mlp:
         out.append("--swiglu")
     if not m.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
+    return out + _latent_attention(m) + _experts(lp)
+
+
+def _latent_attention(m: Any) -> list[str]:
+    """DeepSeek's multi-head latent attention (model.attention, kind mla)."""
+    mla = getattr(m, "attention", None)
+    if mla is None:
+        return []
+    return ["--multi-latent-attention", "--q-lora-rank", str(mla.q_lora_rank),
+            "--kv-lora-rank", str(mla.kv_lora_rank), "--qk-head-dim", str(mla.qk_head_dim),
+            "--qk-pos-emb-head-dim", str(mla.qk_rope_head_dim),
+            "--v-head-dim", str(mla.v_head_dim)]
+
+
+def layer_pattern(m: Any) -> str:
+    """--moe-layer-freq as the Python list expression Megatron-LM evaluates, 1 for a layer
+    with experts (cost.moe.moe_layer_count's rule), run-length encoded: "([0]*3+[1]*58)"."""
+    flags = [int(i >= m.dense_layers and i % m.moe_layer_freq == 0) for i in range(m.layers)]
+    runs: list[list[int]] = []
+    for f in flags:
+        if runs and runs[-1][0] == f:
+            runs[-1][1] += 1
+        else:
+            runs.append([f, 1])
+    return "(" + "+".join(f"[{f}]*{n}" for f, n in runs) + ")"
+
+
+def _experts(lp: LaunchPlan) -> list[str]:
+    """A mixture of experts: the experts, their router and widths, the layers that have them,
+    grouped GEMMs, the token dispatcher the model assumed (DeepEP's deduplicating dispatch,
+    `stack.ep_dedup`, or NCCL all-to-alls) and the all-to-all overlap (`stack.ep_overlap`)."""
+    if lp.model.kind != "moe":
+        return []
+    m = cast("MoEModelSpec", lp.model)
+    out = ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k),
+           "--moe-ffn-hidden-size", str(m.expert_ffn_hidden), "--moe-grouped-gemm"]
+    if m.shared_experts:
+        out += ["--moe-shared-expert-intermediate-size", str(m.shared_ffn_hidden)]
+    if m.dense_layers or m.moe_layer_freq != 1:
+        out += ["--moe-layer-freq", layer_pattern(m)]
+    if m.expert_groups > 1:
+        out += ["--moe-router-num-groups", str(m.expert_groups),
+                "--moe-router-group-topk", str(m.group_top_k)]
+    if m.mtp_layers:
+        out += ["--mtp-num-layers", str(m.mtp_layers)]
+    out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.ep_dedup
+            else ["--moe-token-dispatcher-type", "alltoall"])
+    if lp.ep_overlap:
+        out.append("--overlap-moe-expert-parallel-comm")
     return out
 
 
@@ -98,7 +154,10 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
     notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
     p = lp.plan
-    out = [item for name, degree in lp.degrees.items() if degree > 1 or name in ("tp", "pp")
+    # etp always for a mixture of experts: Megatron-LM sets an unset one to tp
+    # (arguments.py, validate_args)
+    written = ("tp", "pp", "etp") if lp.model.kind == "moe" else ("tp", "pp")
+    out = [item for name, degree in lp.degrees.items() if degree > 1 or name in written
            for item in (DEGREE_FLAGS[name], str(degree))]
     out += _pipeline(lp)
     if p.sequence_parallel and p.tp > 1:
