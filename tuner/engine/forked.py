@@ -10,6 +10,14 @@ spec and the space are already imported and built, nothing is imported twice) an
 the summary (the best plans and the counts, a few kilobytes, pickled through a pipe); this
 process opens the storage meanwhile and stores the summary through Optuna as before.
 
+The objects made before the fork are frozen first (`gc.freeze()`, as Python's `gc` docs advise
+before a fork): the two processes share their memory pages copy-on-write, and a full
+collection in either would write into every object's header, copying each page it touches.
+This process's collections while it imports Optuna and SQLAlchemy did that: 0.2 s of the
+collector's time after the fork (measured with gc.callbacks; 0.06 s with the freeze), on the
+critical path beside the sweep. They are unfrozen once the child is reaped (no page is shared
+any more), so a library caller's collector works as before.
+
 POSIX `fork` only, and only from a process with one thread (a fork copies no other thread, so
 a lock one held would stay held in the child); elsewhere nothing is forked and the sweep runs
 in this process. A child that fails for any reason sends nothing, and the sweep then runs
@@ -19,6 +27,7 @@ here, so that an error is raised (and reported) exactly as without the fork.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import pickle
 import select
@@ -73,6 +82,8 @@ class ForkedSweep:
         self.space = space
         self._stop = stop
         read_fd, write_fd = os.pipe()
+        self._thaw = gc.get_freeze_count() == 0  # frozen by us: unfrozen once the child is gone
+        gc.freeze()  # see the module's docstring
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child; covered through the command line)
             os.close(read_fd)
@@ -120,6 +131,8 @@ class ForkedSweep:
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
         os.close(self._read_fd)
+        if self._thaw:  # no page is shared any more
+            gc.unfreeze()
         return os.waitstatus_to_exitcode(status)
 
     def close(self) -> None:
