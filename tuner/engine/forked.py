@@ -11,12 +11,13 @@ the summary (the best plans and the counts, a few kilobytes, pickled through a p
 process opens the storage meanwhile and stores the summary through Optuna as before.
 
 The objects made before the fork are frozen first (`gc.freeze()`, as Python's `gc` docs advise
-before a fork): the two processes share their memory pages copy-on-write, and a full
-collection in either would write into every object's header, copying each page it touches.
-This process's collections while it imports Optuna and SQLAlchemy did that: 0.2 s of the
-collector's time after the fork (measured with gc.callbacks; 0.06 s with the freeze), on the
-critical path beside the sweep. They are unfrozen once the child is reaped (no page is shared
-any more), so a library caller's collector works as before.
+before a fork): this process's full collections while it imports Optuna and SQLAlchemy then
+leave out what numpy, pydantic, the cost model, the spec and the space made, which both
+processes share copy-on-write. They had taken 0.2 s of the collector's time after the fork
+(measured with gc.callbacks at load 3, two full collections), on the critical path beside the
+sweep; 0.06 s with the freeze. (The process's page faults stayed the same: the time was the
+traversal.) They are unfrozen once the child is reaped, so that a library caller's collector
+works as before.
 
 POSIX `fork` only, and only from a process with one thread (a fork copies no other thread, so
 a lock one held would stay held in the child); elsewhere nothing is forked and the sweep runs
@@ -131,7 +132,7 @@ class ForkedSweep:
         _, status = os.waitpid(self._pid, 0)
         self._pid = None
         os.close(self._read_fd)
-        if self._thaw:  # no page is shared any more
+        if self._thaw:  # the child is gone
             gc.unfreeze()
         return os.waitstatus_to_exitcode(status)
 
