@@ -20,6 +20,7 @@ import yaml
 
 import tuner.engine.forked as forked_module
 from search_spaces import Space, parse_spec
+from tuner.engine.evaluation import result_of
 from tuner.engine.exhaustive import sweep
 from tuner.engine.forked import ForkedSweep
 from tuner.engine.interrupt import Stop
@@ -65,6 +66,8 @@ def test_the_forked_sweep_gives_the_sweep_of_this_process() -> None:
     assert there is not None and there.complete
     assert (there.evaluated, there.feasible) == (here.evaluated, here.feasible)
     assert there.best == here.best
+    assert here.results is None  # worked out when stored (tuner.engine.stored_sweep)
+    assert there.results == [result_of(space, c).as_dict() for c, _ in here.best]
 
 
 @fork_only
