@@ -367,4 +367,15 @@ def _passing(rule: Rule, values: Mapping[str, Sequence[float]], cluster: Cluster
     gpus = given.get("gpus", np.asarray(values["gpus"][0], dtype=np.float64))
     d = degrees(cluster.with_(nodes=gpus / np.asarray(cluster.gpus_per_node)), training, plan)
     ok = ~np.broadcast_to(rule.broken(d), (grid.shape[0],))
-    return {n: set(np.unique(grid[ok, i]).tolist()) for i, n in enumerate(names)}
+    return {n: _distinct(grid[ok, i]) for i, n in enumerate(names)}
+
+
+def _distinct(column: np.ndarray) -> set[float]:
+    """The distinct values of a 1-D float array, as np.unique gives them, from a sort: numpy
+    2's unique imports numpy.ma on its first call (9 ms, before a search forks its sweep),
+    and a Python set of the whole column is ten times slower (its columns hold up to ~10,000
+    combinations; 0.3 million values in all on benchmarks/specs/wide-codesign.yaml)."""
+    ordered = np.sort(column)
+    first = np.ones(ordered.shape, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    return set(ordered[first].tolist())

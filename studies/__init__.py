@@ -51,6 +51,7 @@ from .settings import (
 from .storage import (
     DEFAULT_STORAGE_URL,
     ENV_VAR,
+    close_storage,
     directory_problem,
     open_storage,
     redact_url,
@@ -86,6 +87,7 @@ __all__ = [
     "TrialResult",
     "best_results",
     "check_problem",
+    "close_storage",
     "complete_count",
     "cost_model_version",
     "create_or_continue",

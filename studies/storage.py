@@ -26,8 +26,8 @@ from .retry import RetryingSQLiteStorage
 from .template import copy_template
 
 __all__ = ["CONNECT_TIMEOUT_S", "DEFAULT_STORAGE_URL", "ENV_VAR", "JOURNAL_SCHEME",
-           "directory_problem", "fail_silent_trials", "open_storage", "redact_url",
-           "storage_url"]
+           "close_storage", "directory_problem", "fail_silent_trials", "open_storage",
+           "redact_url", "storage_url"]
 
 DEFAULT_STORAGE_URL = "sqlite:///studies.db"
 """SQLite file `studies.db` in the current directory. (Until version 0.1 it was
@@ -172,6 +172,18 @@ def open_storage(
                 skip_table_creation=copied, skip_compatibility_check=copied)
     except Exception as err:
         raise _storage_error(url, err) from err
+
+
+def close_storage(storage: optuna.storages.BaseStorage) -> None:
+    """Close the database connections of an RDB storage now: this thread's session (Optuna's
+    `RDBStorage.remove_session`) and the connections its engine's pool keeps (SQLAlchemy's
+    `Engine.dispose`). SQLite then checkpoints the write-ahead log into the file and removes
+    the -wal and -shm files, as it does when the last connection is closed at exit. A journal
+    file holds no connection: nothing to do. The storage stays usable (the pool opens new
+    connections when asked)."""
+    if isinstance(storage, optuna.storages.RDBStorage):
+        storage.remove_session()
+        storage.engine.dispose()
 
 
 def _open_read_only(url: str, path: Path, journal: bool) -> optuna.storages.BaseStorage:

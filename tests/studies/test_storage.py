@@ -11,7 +11,14 @@ import sqlalchemy.event
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
-from studies import DEFAULT_STORAGE_URL, StudyError, open_storage, redact_url, storage_url
+from studies import (
+    DEFAULT_STORAGE_URL,
+    StudyError,
+    close_storage,
+    open_storage,
+    redact_url,
+    storage_url,
+)
 
 SECRET_URL = "postgresql+psycopg://user:secret@db.example:5432/studies"
 
@@ -129,3 +136,20 @@ def test_sqlite_takes_the_write_lock_before_popping_or_finishing_a_trial(tmp_pat
     study.get_trials()
     store.get_all_trials(study._study_id)
     assert "BEGIN IMMEDIATE" not in statements and statements
+
+
+def test_closing_a_sqlite_storage_checkpoints_its_log_and_keeps_it_usable(tmp_path: Path
+                                                                          ) -> None:
+    """close_storage closes the connections now (what the garbage collector did at exit):
+    SQLite folds the write-ahead log into the file and removes the -wal and -shm files; a
+    call afterwards opens a new connection."""
+    storage = open_storage(f"sqlite:///{tmp_path / 'c.db'}")
+    study = optuna.create_study(storage=storage, study_name="c")
+    study.add_trial(optuna.trial.create_trial(
+        params={"x": 1}, distributions={"x": optuna.distributions.IntDistribution(0, 2)},
+        value=1.0))
+    assert (tmp_path / "c.db-wal").exists()
+    close_storage(storage)
+    assert sorted(p.name for p in tmp_path.glob("c.db*")) == ["c.db"]
+    assert [t.value for t in optuna.load_study(study_name="c", storage=storage).trials] == [1.0]
+    close_storage(storage)

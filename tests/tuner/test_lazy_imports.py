@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import yaml
 
 import tuner.engine.forked as forked_module
 from search_spaces import Space, parse_spec
+from tuner.engine.evaluation import result_of
 from tuner.engine.exhaustive import sweep
 from tuner.engine.forked import ForkedSweep
 from tuner.engine.interrupt import Stop
@@ -64,6 +66,8 @@ def test_the_forked_sweep_gives_the_sweep_of_this_process() -> None:
     assert there is not None and there.complete
     assert (there.evaluated, there.feasible) == (here.evaluated, here.feasible)
     assert there.best == here.best
+    assert here.results is None  # worked out when stored (tuner.engine.stored_sweep)
+    assert there.results == [result_of(space, c).as_dict() for c, _ in here.best]
 
 
 @fork_only
@@ -86,7 +90,10 @@ def test_a_failing_child_gives_none(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_an_exhaustive_search_forks_its_sweep_and_says_nothing_on_stderr(tmp_path: Path
                                                                          ) -> None:
     """A real process (the fork and Optuna's log level, set once Optuna is imported late):
-    the JSON of the sweep, and no log line of Optuna's on stderr."""
+    the JSON of the sweep, and no log line of Optuna's on stderr. The process closes its
+    storage before it freezes its objects for a quick exit (tuner.cli.leaving): SQLite's
+    write-ahead log is checkpointed into the file and its -wal and -shm files are gone, and
+    the file holds the sweep's trials."""
     spec = tmp_path / "tiny.yaml"
     spec.write_text(yaml.safe_dump(tiny()), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "tuner", "search", str(spec), "--sampler",
@@ -95,3 +102,6 @@ def test_an_exhaustive_search_forks_its_sweep_and_says_nothing_on_stderr(tmp_pat
     assert done.stderr == ""
     out = json.loads(done.stdout)
     assert out["optimal"] and out["evaluated"] == sweep(_space()).evaluated
+    assert sorted(p.name for p in tmp_path.glob("s.db*")) == ["s.db"]
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        assert db.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == out["trials"] > 0

@@ -17,6 +17,7 @@ from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signa
 from ..engine.options import SearchOptions, check_objectives
 from ..engine.samplers import SAMPLERS
 from ..views import text as render
+from .leaving import leave
 from .options import (
     check_sampler_flags,
     heartbeat_option,
@@ -122,19 +123,23 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
     started = time.perf_counter()
     text = Path(spec_path).read_text(encoding="utf-8")
 
+    opened: list[optuna.storages.BaseStorage] = []
+
     def work(stop: Stop) -> optuna.Study:
         options = _options(as_json, stop, sampler=sampler, trials=trials, seed=seed,
                            timeout=timeout, sweep_inner=sweep_inner)
-        return _run(spec, text, storage, heartbeat, options)
+        return _run(spec, text, storage, heartbeat, options, opened)
 
     study = run_stoppable(work)
     _report(study, time.perf_counter() - started, as_json, top)
+    leave(opened)
 
 
 def _run(spec: StudySpec, text: str, storage: str | None, heartbeat: int,
-         options: SearchOptions) -> optuna.Study:
+         options: SearchOptions, opened: list[optuna.storages.BaseStorage]) -> optuna.Study:
     """Run the search; an exhaustive one starts sweeping in a child process before Optuna
-    and SQLAlchemy are imported and the storage opened here (tuner.engine.forked)."""
+    and SQLAlchemy are imported and the storage opened here (tuner.engine.forked). The
+    storage, once open, is appended to `opened`."""
     exhaustive = (options.sampler or spec.search.sampler) == "exhaustive"
     if exhaustive:
         check_objectives(spec)
@@ -148,9 +153,13 @@ def _run(spec: StudySpec, text: str, storage: str | None, heartbeat: int,
 
         optuna_verbosity()
         url = storage_for(storage, study=spec.name)
-        return run_search(  # the storage opens beside the sweep
-            spec, text, lambda: open_storage(url, heartbeat_interval_s=heartbeat), options,
-            forked=forked)
+
+        def open_it() -> optuna.storages.BaseStorage:
+            opened.append(open_storage(url, heartbeat_interval_s=heartbeat))
+            return opened[-1]
+
+        return run_search(spec, text, open_it, options,  # it opens beside the sweep
+                          forked=forked)
 
 
 @click.command()
@@ -176,3 +185,4 @@ def resume(name: str, timeout: float | None, top: int, storage: str | None, hear
     study = load_study(store, name)
     run_stoppable(lambda stop: continue_study(study, _options(as_json, stop, timeout=timeout)))
     _report(study, time.perf_counter() - started, as_json, top)
+    leave([store])

@@ -40,7 +40,10 @@ plans of the same result (equivalent layouts) listed on its trial."""
 @dataclass(frozen=True)
 class SweepSummary:
     """The best plans (candidate and its searched knobs' values), the plans evaluated and
-    feasible, the seconds it took, and whether it saw the whole space (False: stopped)."""
+    feasible, the seconds it took, and whether it saw the whole space (False: stopped).
+    `results`: each best plan's PlanResult.as_dict(), what its trial stores, when the sweep's
+    process worked them out (a forked sweep does, off the critical path: tuner.engine.forked);
+    None otherwise (stored_sweep works them out)."""
 
     best: list[tuple[Candidate, dict[str, Any]]]
     """The best feasible plans; where none is feasible, the nearest miss alone (its
@@ -49,6 +52,7 @@ class SweepSummary:
     feasible: int
     seconds: float
     complete: bool = True
+    results: list[dict[str, Any]] | None = None
 
 
 def pareto_mask(points: np.ndarray) -> np.ndarray:

@@ -42,13 +42,16 @@ def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> int
     stored = {_key(t.params) for t in study.get_trials(deepcopy=False)
               if t.user_attrs.get(EXHAUSTIVE_ATTR)}
     added = 0
-    for candidate, knobs in summary.best:
+    results: list[dict[str, Any] | None] = [None] * len(summary.best)
+    if summary.results is not None:  # worked out by a forked sweep
+        results = list(summary.results)
+    for (candidate, knobs), result in zip(summary.best, results, strict=True):
         if _key(knobs) in stored:
             continue
         trial = optuna.trial.create_trial(
             params=knobs, distributions={k: distributions[k] for k in knobs},
             values=list(candidate.objectives),
-            user_attrs={RESULT_ATTR: result_of(space, candidate).as_dict(),
+            user_attrs={RESULT_ATTR: result or result_of(space, candidate).as_dict(),
                         EXHAUSTIVE_ATTR: True,
                         EQUIVALENT_ATTR: list(candidate.extra.get("equivalent", []))},
             system_attrs={f"constraints:{k}": v for k, v in candidate.constraints.items()},
