@@ -8,6 +8,8 @@ from __future__ import annotations
 import atexit
 import gc
 import json
+import os
+import sys
 
 import click
 
@@ -31,6 +33,17 @@ def _leave_to_the_os() -> None:
 atexit.register(_leave_to_the_os)
 
 
+def _one_blas_thread() -> None:
+    """Before numpy's first import, ask OpenBLAS (which numpy loads) for one thread, unless
+    the user chose: the pool it starts otherwise burns ~0.1 s of CPU on the other core as the
+    command runs (`python -c "import numpy"`: 0.16-0.19 s of CPU, 0.07-0.09 s with one
+    thread, the same wall time), which a busy 2-core machine takes from the command itself
+    (issue 14). Neither command calls a BLAS routine: the cost model's arithmetic is
+    element-wise."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 @click.command()
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
 @json_option
@@ -51,6 +64,7 @@ def _evaluated(path: str) -> cache.Evaluated:
     found = cache.load(path, data) if data is not None else None
     if found is not None:
         return found
+    _one_blas_thread()
     from search_spaces import load_spec
 
     from ..engine.limits import fixed_result
@@ -73,6 +87,7 @@ def _evaluated(path: str) -> cache.Evaluated:
 @json_option
 def catalog(as_json: bool) -> None:
     """Built-in models and GPUs with their key figures."""
+    _one_blas_thread()
     from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
 
     from ..views import text as render

@@ -1,7 +1,9 @@
-"""`tuner evaluate` leaves the objects alive at exit to the operating system (issue 14): the
-command's module registers gc.freeze as an exit handler, so the interpreter's finalization does
-not collect the cycles of the modules it imported. A real process still prints its whole
-answer and caches it, and every other exit handler runs."""
+"""What `tuner evaluate` does to its own process (issue 14). It leaves the objects alive at exit
+to the operating system: the command's module registers gc.freeze as an exit handler, so the
+interpreter's finalization does not collect the cycles of the modules it imported; a real
+process still prints its whole answer and caches it, and every other exit handler runs. And
+it asks OpenBLAS for one thread before numpy's first import (a user's choice kept): the
+process runs no thread but its own."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from tuner.cli import main
@@ -45,3 +48,24 @@ def test_the_objects_are_frozen_after_the_other_exit_handlers_ran() -> None:
                           text=True, env={**os.environ, "TUNER_CACHE_DIR": "off"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-2:] == ["after: False", "before: True"]
+
+
+def _after_evaluate(env: dict[str, str]) -> list[str]:
+    """OPENBLAS_NUM_THREADS and the number of the process's threads (Linux's /proc) after
+    `tuner evaluate SPEC` in a new process with `env`."""
+    probe = ("import os\nfrom tuner.cli import main\n"
+             f"try:\n    main(['evaluate', {str(FIXED)!r}])\nexcept SystemExit:\n    pass\n"
+             "print(os.environ.get('OPENBLAS_NUM_THREADS'), len(os.listdir('/proc/self/task')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=True, env={**env, "TUNER_CACHE_DIR": "off"})
+    return done.stdout.splitlines()[-1].split()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux's /proc")
+def test_numpy_starts_no_blas_threads() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert _after_evaluate(env) == ["1", "1"]
+
+
+def test_a_users_blas_threads_are_kept() -> None:
+    assert _after_evaluate({**os.environ, "OPENBLAS_NUM_THREADS": "2"})[0] == "2"
