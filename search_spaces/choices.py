@@ -134,9 +134,10 @@ class _ChoiceOf:
     """The `<choice>` member of `Choosable[inner]`: validates as `Choice[inner]`, a model that
     pydantic makes, with its validator, when a spec first lists values there rather than when
     the section's class is made: a fixed spec (`tuner evaluate`) makes none of the 19 the
-    sections' fields would (13 ms of its start, issue 14). Values, errors, dumps and the JSON
-    schema are Choice[inner]'s: pydantic reports the line errors of a ValidationError raised
-    in a validator function under the field's location, as those of a nested model."""
+    sections' fields would (13 ms of its start, issue 14). Values, errors and dumps are
+    Choice[inner]'s (pydantic reports the line errors of a ValidationError raised in a
+    validator function under the field's location, as those of a nested model); so is the
+    JSON schema, inline rather than under `$defs`."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
