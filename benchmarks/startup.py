@@ -12,7 +12,9 @@ Every process runs with Python's bytecode cache, as an installed package does (p
 it at install time): PYTHONDONTWRITEBYTECODE is left out of the children's environment, and a
 first run of each command, not timed, writes the cache of a source checkout. A command imports
 only what it needs: neither `--help` nor `evaluate` imports Optuna, SQLAlchemy or plotly (the
-benchmark checks it)."""
+benchmark checks it). The floor's `python -c` processes pay two costs that `evaluate` avoids
+(README, Start-up): the interpreter's last garbage collection at exit, and the thread pool
+numpy's OpenBLAS starts; a command's time less the floor's is not its imports alone."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
@@ -47,7 +48,15 @@ class MLASection(Frozen):
     v_head_dim: Size
 
     def to_mla(self) -> MLA:
-        return MLA(**self.model_dump())
+        return MLA(**_fields(self))
+
+
+def _fields(section: Frozen, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+    """The section's fields by name, as they are (model_dump's values for sections of plain
+    fields; the caller converts a nested section). Not model_dump: that builds the section's
+    own serializer (and validator) on first use, ~2 ms of `tuner evaluate`, where the spec's
+    validator built the section's schema already, inside StudySpec's."""
+    return {name: value for name, value in section if name not in exclude}
 
 
 _MOE_FIELDS = ("top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_layer_freq",
@@ -147,7 +156,7 @@ class ModelSection(Frozen):
 
     def to_model_spec(self) -> ModelSpec:
         """A ModelSpec, or a MoEModelSpec where `experts` is given."""
-        values = self.model_dump(exclude={"kind", "experts", *_MOE_FIELDS})
+        values = _fields(self, exclude={"kind", "experts", *_MOE_FIELDS})
         values["kv_heads"] = self.kv_heads or 0
         values["ffn_hidden"] = self.ffn_hidden or 0
         values["head_dim"] = self.head_dim or 0

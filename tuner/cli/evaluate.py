@@ -5,7 +5,11 @@ the cost model."""
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
+import os
+import sys
 
 import click
 
@@ -13,6 +17,31 @@ from . import evaluated as cache
 from .options import json_option
 
 __all__ = ["catalog", "evaluate"]
+
+
+def _leave_to_the_os() -> None:
+    """At exit, put every object still alive out of the garbage collector's reach
+    (gc.freeze), so that the interpreter's finalization, which clears each module and collects
+    the cycles that frees, leaves those of the ~400 modules `tuner evaluate` imports (numpy,
+    pydantic's validators, the cost model's classes) to the operating system: ~40 ms of a
+    first evaluation (issue 14). Exit handlers all run as before, and files are flushed; the
+    interpreter makes no promise to call __del__ of objects alive at exit (Python reference,
+    object.__del__), and none of this command's needs it."""
+    gc.freeze()
+
+
+atexit.register(_leave_to_the_os)
+
+
+def _one_blas_thread() -> None:
+    """Before numpy's first import, ask OpenBLAS (which numpy loads) for one thread, unless
+    the user chose: the pool it starts otherwise burns ~0.1 s of CPU on the other core as the
+    command runs (`python -c "import numpy"`: 0.16-0.19 s of CPU, 0.07-0.09 s with one
+    thread, the same wall time), which a busy 2-core machine takes from the command itself
+    (issue 14). Neither command calls a BLAS routine: the cost model's arithmetic is
+    element-wise."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 @click.command()
@@ -35,6 +64,7 @@ def _evaluated(path: str) -> cache.Evaluated:
     found = cache.load(path, data) if data is not None else None
     if found is not None:
         return found
+    _one_blas_thread()
     from search_spaces import load_spec
 
     from ..engine.limits import fixed_result
@@ -57,6 +87,7 @@ def _evaluated(path: str) -> cache.Evaluated:
 @json_option
 def catalog(as_json: bool) -> None:
     """Built-in models and GPUs with their key figures."""
+    _one_blas_thread()
     from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
 
     from ..views import text as render
