@@ -5,8 +5,6 @@ the cost model."""
 
 from __future__ import annotations
 
-import atexit
-import gc
 import json
 import os
 import sys
@@ -14,23 +12,10 @@ import sys
 import click
 
 from . import evaluated as cache
+from .leaving import freeze_at_exit
 from .options import json_option
 
 __all__ = ["catalog", "evaluate"]
-
-
-def _leave_to_the_os() -> None:
-    """At exit, put every object still alive out of the garbage collector's reach
-    (gc.freeze), so that the interpreter's finalization, which clears each module and collects
-    the cycles that frees, leaves those of the ~400 modules `tuner evaluate` imports (numpy,
-    pydantic's validators, the cost model's classes) to the operating system: ~40 ms of a
-    first evaluation (issue 14). Exit handlers all run as before, and files are flushed; the
-    interpreter makes no promise to call __del__ of objects alive at exit (Python reference,
-    object.__del__), and none of this command's needs it."""
-    gc.freeze()
-
-
-atexit.register(_leave_to_the_os)
 
 
 def _one_blas_thread() -> None:
@@ -49,6 +34,7 @@ def _one_blas_thread() -> None:
 @json_option
 def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     """The cost model on fixed specs: step time, memory, breakdown."""
+    freeze_at_exit()  # the interpreter's exit leaves the ~400 modules' objects to the OS
     results = [_evaluated(path) for path in specs]
     if as_json:
         payload = [e.value for e in results]
@@ -87,6 +73,7 @@ def _evaluated(path: str) -> cache.Evaluated:
 @json_option
 def catalog(as_json: bool) -> None:
     """Built-in models and GPUs with their key figures."""
+    freeze_at_exit()
     _one_blas_thread()
     from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
 

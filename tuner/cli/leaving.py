@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["leave"]
+__all__ = ["freeze_at_exit", "leave"]
 
 
 def leave(storages: Iterable[optuna.storages.BaseStorage]) -> None:
@@ -36,5 +36,12 @@ def leave(storages: Iterable[optuna.storages.BaseStorage]) -> None:
 
     for storage in storages:
         close_storage(storage)
-    atexit.unregister(gc.freeze)  # once, however many commands this process runs
+    freeze_at_exit()
+
+
+def freeze_at_exit() -> None:
+    """Freeze the garbage collector's objects at exit (once, however many commands this
+    process runs), for a command that holds no storage (`tuner evaluate`, `tuner catalog`: no
+    Optuna imported, so this imports none)."""
+    atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
