@@ -1,9 +1,9 @@
-"""What `tuner evaluate` does to its own process (issue 14). It leaves the objects alive at exit
-to the operating system: the command's module registers gc.freeze as an exit handler, so the
-interpreter's finalization does not collect the cycles of the modules it imported; a real
-process still prints its whole answer and caches it, and every other exit handler runs. And
-it asks OpenBLAS for one thread before numpy's first import (a user's choice kept): the
-process runs no thread but its own."""
+"""What `tuner evaluate` does to its own process (issue 14). It leaves the objects alive at exit to
+the operating system: the command registers gc.freeze (tuner.cli.leaving) as an exit handler, so
+the interpreter's finalization does not collect the cycles of the modules it imported; a real
+process still prints its whole answer and caches it, and every other exit handler runs. And it
+asks OpenBLAS for one thread before numpy's first import (a user's choice kept): the process
+runs no thread but its own."""
 
 from __future__ import annotations
 
