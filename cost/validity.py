@@ -117,9 +117,9 @@ def _common_rules(cluster: AnyCluster, training: TrainingSpec) -> tuple[Rule, ..
                                 ~_divides(d.mb, batch) | (batch / d.mb < d.dp),
                                 ~_divides(d.dp * d.mb, batch)),
              lambda d: f"dp·micro_batch = {_one(d.dp * d.mb):g} does not divide "
-                       f"global_batch={batch} (with balanced shares across pools: "
-                       "micro_batch must divide it, one micro-batch a replica at least); "
-                       "change micro_batch or dp"),
+                       f"global_batch={batch}" + (" (with balanced shares across pools: "
+                       "micro_batch must divide it, one micro-batch a replica at least)"
+                       if uneven else "") + "; change micro_batch or dp"),
         Rule("interleave", ("virtual_stages", "micro_batch", "dp", *layout),
              lambda d: (d.vs > 1) & ((d.pp < 2) | ~_divides(d.pp, d.micro_batches)),
              lambda d: f"virtual_stages={_one(d.vs):g} needs pp >= 2 and micro-batches "

@@ -76,6 +76,37 @@ def test_bad_measurements_exit_2_with_one_line(tmp_path: Path, content: str, wor
     assert len(result.output.strip().splitlines()) == 1
 
 
+def _too_big(tmp_path: Path, name: str) -> Path:
+    """A fixed run the model cannot place: GPT-3 175B on one node of eight A100."""
+    return write(tmp_path, {"name": name, "model": "gpt3-175b",
+                            "training": {"global_batch": 64, "precision": "bf16"},
+                            "cluster": {"gpu": "a100-80gb", "nodes": 1, "gpus_per_node": 8},
+                            "plan": {"tp": 8, "pp": 1, "micro_batch": 1}})
+
+
+def test_runs_the_model_cannot_place_are_refused_with_one_line(tmp_path: Path) -> None:
+    big = _too_big(tmp_path, "big")
+    csv_path = tmp_path / "big.csv"
+    csv_path.write_text(f"spec,measured_step_time_s\n{big.name},30\n{big.name},31\n")
+    out = tmp_path / "p.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(csv_path), "--out", str(out)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    (line,) = result.output.strip().splitlines()
+    assert "fits in memory" in line and "(big)" in line and "zero, recompute" in line
+    assert not out.exists()  # nothing written
+
+
+def test_held_out_runs_that_do_not_fit_are_reported(tmp_path: Path) -> None:
+    runs = measured_runs(tmp_path)
+    big = _too_big(tmp_path, "big")
+    rows = [*runs.read_text().splitlines()[:3], f"{big.name},30"]  # 2 fitting, 1 not
+    runs.write_text("\n".join(rows) + "\n")
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out",
+                                       str(tmp_path / "p.yaml"), "--holdout", "0.34"])
+    assert result.exit_code == 0, result.output
+    assert "held_out    1 runs: none fits in memory under the model" in result.output
+
+
 def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
     (tmp_path / "p.yaml").write_text("efficiency: {gemm_fraction: 3}\n")
     data = tiny("badprofile", plan={"tp": 2})

@@ -9,7 +9,14 @@ import click
 from cost import DEFAULT_EFFICIENCY
 from search_spaces import profile_text
 
-from ..engine.calibrate import errors, fit, read_measurements, split, summary
+from ..engine.calibrate import (
+    check_placeable,
+    errors,
+    fit,
+    read_measurements,
+    split,
+    summary,
+)
 from ..views import text as render
 from .options import json_option
 from .paths import out_path
@@ -20,6 +27,8 @@ __all__ = ["calibrate"]
 def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
     if not before.get("rows"):
         return f"  {name:<9} no rows"
+    if "mean_abs_error" not in before or "mean_abs_error" not in after:
+        return f"  {name:<9} {before['rows']:>3} runs: none fits in memory under the model"
     return (f"  {name:<9} {before['rows']:>3} runs: mean |error| "
             f"{100 * before['mean_abs_error']:5.1f}% -> {100 * after['mean_abs_error']:5.1f}%, "
             f"largest {100 * before['max_abs_error']:5.1f}% -> "
@@ -46,6 +55,7 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     path = out_path(out)
     rows = read_measurements(csv_path)
     fitted_rows, held = split(rows, holdout, seed)
+    check_placeable(fitted_rows, DEFAULT_EFFICIENCY, source=csv_path)
     fitted = fit(fitted_rows, DEFAULT_EFFICIENCY, network=network)
     report = {name: {"before": summary(errors(part, DEFAULT_EFFICIENCY)),
                      "after": summary(errors(part, fitted))}

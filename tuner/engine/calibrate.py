@@ -26,8 +26,10 @@ import numpy as np
 from cost import FALLBACK_GEMM_FRACTION, ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
 from search_spaces import Space, SpecError, load_spec, read_text
 
-__all__ = ["Measurement", "Parameter", "errors", "fit", "measurement", "parameters",
-           "read_measurements", "split", "summary"]
+from ..errors import TunerError
+
+__all__ = ["Measurement", "Parameter", "check_placeable", "errors", "fit", "measurement",
+           "parameters", "read_measurements", "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -288,6 +290,22 @@ def summary(e: np.ndarray) -> dict[str, Any]:
     if e.size == 0:
         return {"rows": 0}
     finite = e[np.isfinite(e)]
+    if finite.size == 0:
+        return {"rows": int(e.size), "infeasible": int(e.size)}
     return {"rows": int(e.size), "mean_abs_error": float(np.mean(np.abs(finite))),
             "max_abs_error": float(np.max(np.abs(finite))),
             "infeasible": int(e.size - finite.size)}
+
+
+def check_placeable(rows: list[Measurement], efficiency: Efficiency, *, source: str) -> None:
+    """TunerError when no run of `rows` has a plan that fits in memory under the model: their
+    step times cannot be fitted (each predicts no time), and a run that ran fitted, so its
+    spec leaves out what made it fit."""
+    if not rows or np.isfinite(errors(rows, efficiency)).any():
+        return
+    named = ", ".join(f"row {r.row} ({r.space.spec.name})" for r in rows[:3])
+    more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
+    raise TunerError(f"{source}: no run to fit has a plan that fits in memory under the model "
+                     f"({named}{more}); a calibration fits the step times of runs the model can "
+                     "place, so state in each spec what the run used (zero, recompute, "
+                     "micro_batch, ...): `tuner evaluate SPEC` shows what does not fit")
