@@ -83,6 +83,10 @@ NEMO_ATTRIBUTES = {
     "recipe.trainer.strategy.ddp.data_parallel_sharding_strategy",
     "recipe.trainer.strategy.ddp.overlap_grad_reduce",
     "recipe.trainer.strategy.ddp.overlap_param_gather",
+    # a mixture of experts: TransformerConfig's dispatcher fields and ModelParallelConfig's
+    # overlap_moe_expert_parallel_comm (core_v0.15.0 megatron/core/model_parallel_config.py)
+    "recipe.model.config.moe_token_dispatcher_type", "recipe.model.config.moe_enable_deepep",
+    "recipe.model.config.overlap_moe_expert_parallel_comm",
 }
 
 TORCHTITAN_KEYS = {
@@ -218,6 +222,7 @@ def test_a_mixture_of_experts_study_has_every_format(tmp_path: Path) -> None:
     assert "--num-experts 8" in shown["megatron"].output
     assert "--moe-layer-freq ([0]*1+[1]*3)" in shown["megatron"].output
     assert f"expert_model_parallel_size = {best['ep']}" in shown["nemo"].output
+    assert "recipe.model.config.moe_token_dispatcher_type = 'flex'" in shown["nemo"].output
     assert f"expert_parallel_degree = {best['ep']}" in shown["torchtitan"].output
 
 
@@ -240,6 +245,18 @@ def test_nemo_writes_only_documented_attributes_as_python() -> None:
         values = dict(pairs)
         assert values["recipe.trainer.strategy.tensor_model_parallel_size"] == plan.tp
         assert values["recipe.data.micro_batch_size"] == plan.micro_batch
+
+
+def test_nemo_states_the_dispatcher_of_a_mixture_of_experts() -> None:
+    plan = MoEPlan(tp=2, pp=8, dp=16, ep=32, etp=1, micro_batch=1)
+    pairs, _ = nemo.assignments(_launch(plan, model="deepseek-v3"))
+    assert {name for name, _ in pairs} <= NEMO_ATTRIBUTES
+    values = dict(pairs)
+    assert values["recipe.model.config.moe_token_dispatcher_type"] == "flex"
+    assert values["recipe.model.config.moe_enable_deepep"] is True
+    assert values["recipe.trainer.strategy.expert_tensor_parallel_size"] == 1
+    dense = dict(nemo.assignments(_launch(_plans()[0]))[0])
+    assert "recipe.model.config.moe_token_dispatcher_type" not in dense
 
 
 def test_torchtitan_writes_documented_keys_as_toml() -> None:

@@ -70,7 +70,7 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     out += [("recipe.data.micro_batch_size", p.micro_batch),
             ("recipe.data.global_batch_size", lp.global_batch),
             ("recipe.data.seq_length", lp.model.seq_len)]
-    out += _memory(lp, notes)
+    out += _memory(lp, notes) + _experts(lp)
     if lp.dp_overlap:
         out += [(_STRATEGY + "ddp.overlap_grad_reduce", True),
                 (_STRATEGY + "ddp.overlap_param_gather", p.zero >= 1)]
@@ -78,6 +78,20 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
         notes.append(f"sync: {p.sync.value}: NCCL chooses the algorithm (NCCL_ALGO in the "
                      "environment for ring or tree)")
     return out, notes
+
+
+def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
+    """A mixture of experts: the token dispatcher the model assumed (DeepEP's deduplicating
+    dispatch through the flex dispatcher, `stack.ep_dedup`, or NCCL all-to-alls) and the
+    all-to-all overlap with another micro-batch (`stack.ep_overlap`): TransformerConfig's
+    moe_token_dispatcher_type and moe_enable_deepep, ModelParallelConfig's
+    overlap_moe_expert_parallel_comm (core_v0.15.0). The architecture is the recipe's."""
+    if lp.model.kind != "moe":
+        return []
+    config = "recipe.model.config."
+    return [(config + "moe_token_dispatcher_type", "flex" if lp.ep_dedup else "alltoall"),
+            (config + "moe_enable_deepep", lp.ep_dedup),
+            (config + "overlap_moe_expert_parallel_comm", lp.ep_overlap)]
 
 
 def _uneven(lp: LaunchPlan) -> list[tuple[str, Any]]:
