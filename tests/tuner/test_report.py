@@ -13,6 +13,7 @@ from pathlib import Path
 import optuna
 import plotly.offline
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from tests.tuner.specs import tiny, write
@@ -85,6 +86,20 @@ def test_json_and_default_path(storage: str, tmp_path: Path,
     code, out, _ = _run("report", "tiny-few", "--storage", storage, "--json")
     assert code == 0 and json.loads(out) == {"report": "tiny-few.html"}
     assert (tmp_path / "tiny-few.html").is_file()
+
+
+def test_the_default_file_of_a_name_with_a_slash_is_in_this_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    data = tiny("team/tiny")
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert _run("search", str(spec), "--trials", "2", "--storage", url, "--json")[0] == 0
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run("report", "team/tiny", "--storage", url, "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"report": "team_tiny.html"}
+    assert (tmp_path / "team_tiny.html").is_file()
 
 
 def test_unknown_study_and_unwritable_file_exit_2(storage: str, tmp_path: Path) -> None:

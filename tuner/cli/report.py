@@ -23,17 +23,25 @@ from .paths import out_path, storage_for
 __all__ = ["dashboard", "report"]
 
 
+def _file_name(study: str) -> str:
+    """A study name as a file name in the current directory: path separators (and a leading
+    dot, which would hide the file) replaced by '_'."""
+    safe = study.replace("/", "_").replace("\\", "_")
+    return "_" + safe[1:] if safe.startswith(".") else safe
+
+
 @click.command()
 @click.argument("name")
 @click.option("--out", default=None, metavar="FILE",
-              help="Where to write the HTML, in an existing directory (default NAME.html).")
+              help="Where to write the HTML, in an existing directory (default NAME.html, a / in "
+                   "NAME written _).")
 @top_option(5)
 @storage_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"report": PATH} only.')
 def report(name: str, out: str | None, top: int, storage: str | None, as_json: bool) -> None:
     """An HTML report of study NAME: best plans with their breakdowns, history, Pareto front,
     parameter importances; one file, viewable without a network."""
-    path = out_path(out if out is not None else f"{name}.html")
+    path = out_path(out if out is not None else _file_name(name) + ".html")
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=None,
                          create=False, read_only=True)
     text = build_report(load_study(store, name), top=top)
