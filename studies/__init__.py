@@ -7,7 +7,14 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 
 from .errors import StudyError
 from .identity import cost_model_version, problem, problem_differences, problem_digest
-from .listing import best_results, export_trials, list_studies, nearest_result, trials_table
+from .listing import (
+    best_payload,
+    best_results,
+    export_trials,
+    list_studies,
+    nearest_result,
+    trials_table,
+)
 from .locate import LEGACY_STORAGE_URL, Located, locate_storage
 from .metadata import (
     SCHEMA_VERSION,
@@ -85,6 +92,7 @@ __all__ = [
     "RecoveryCallback",
     "StudyError",
     "TrialResult",
+    "best_payload",
     "best_results",
     "check_problem",
     "close_storage",

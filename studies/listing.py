@@ -19,7 +19,8 @@ from .errors import StudyError
 from .metadata import load_study, target_trials
 from .records import RESULT_ATTR, TrialResult, equivalent_plans, is_feasible, result_of
 
-__all__ = ["best_results", "export_trials", "list_studies", "nearest_result", "trials_table"]
+__all__ = ["best_payload", "best_results", "export_trials", "list_studies", "nearest_result",
+           "trials_table"]
 
 _STATES = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED,
            "fail": TrialState.FAIL, "running": TrialState.RUNNING}
@@ -139,6 +140,17 @@ def nearest_result(study: optuna.Study) -> TrialResult | None:
     if not missed:
         return None
     return _with_trial(min(missed, key=lambda t: (max(t.constraints.values()), t.number)))
+
+
+def best_payload(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
+    """`tuner best NAME --json` (and the HTTP API's best): the study's name, its best plans
+    (best_results) and, where none is feasible, the `nearest` miss (nearest_result)."""
+    results = best_results(study, top=top)
+    out: dict[str, Any] = {"study": study.study_name, "best": [r.as_dict() for r in results]}
+    nearest = None if results else nearest_result(study)
+    if nearest is not None:
+        out["nearest"] = nearest.as_dict()
+    return out
 
 
 def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 import cost
@@ -86,4 +87,19 @@ def test_best_names_the_nearest_miss_of_a_swept_study(tmp_path: Path) -> None:
     assert "run more trials" not in shown  # every plan was seen
     data = json.loads(runner.invoke(main, ["best", "too-big", "--storage", storage,
                                            "--json"]).stdout)
+    assert data["best"] == [] and data["nearest"]["trial"] == 0
+
+
+def test_the_http_api_best_names_the_nearest_miss_too(tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from studies import open_storage
+    from tuner.serve.config import ServeConfig
+    from tuner.serve.service import Service
+
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    spec = str(write(tmp_path, TOO_BIG))
+    assert CliRunner().invoke(main, ["search", spec, "--storage", storage]).exit_code == 0
+    service = Service(config=ServeConfig(storage_url=storage), storage=open_storage(storage),
+                      runner=None)  # type: ignore[arg-type]  # best() starts no worker
+    data = json.loads(service.best("too-big", top=1))
     assert data["best"] == [] and data["nearest"]["trial"] == 0

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 from optuna.storages import BaseStorage
 
 from studies import (
+    best_payload,
     best_results,
     export_trials,
     list_studies,
@@ -53,14 +52,11 @@ def studies(storage: str | None, as_json: bool) -> None:
 def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     """The best plan(s) of study NAME, or its Pareto front."""
     study = load_study(_read_only(storage_for(storage, study=name)), name)
+    if as_json:
+        click.echo(render.to_json(best_payload(study, top=top)))
+        return
     results = best_results(study, top=top)
     nearest = None if results else nearest_result(study)
-    if as_json:
-        out: dict[str, Any] = {"study": name, "best": [r.as_dict() for r in results]}
-        if nearest is not None:
-            out["nearest"] = nearest.as_dict()
-        click.echo(render.to_json(out))
-        return
     pareto = len(study.directions) > 1
     click.echo(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
                                       swept=swept(study) is not None))

@@ -69,6 +69,7 @@ class BestPlans(BaseModel):
 
     study: str
     best: list[TrialPlanJSON]
+    nearest: TrialPlanJSON | None = None  # where none is feasible: the nearest miss
 
 
 class StudySummary(BaseModel):

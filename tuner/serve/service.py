@@ -14,7 +14,7 @@ import optuna
 
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from studies import (
-    best_results,
+    best_payload,
     export_trials,
     list_studies,
     load_study,
@@ -149,8 +149,7 @@ class Service:
 
     def best(self, name: str, *, top: int) -> str:
         """`tuner best NAME --top K --json`."""
-        results = best_results(self.study(name), top=top)
-        return to_json({"study": name, "best": [r.as_dict() for r in results]})
+        return to_json(best_payload(self.study(name), top=top))
 
     def trials(self, name: str) -> str:
         """`tuner export NAME --json`."""
