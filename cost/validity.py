@@ -68,7 +68,11 @@ def _one(value: Value) -> float:
 
 def precision_violation(gpu_peaks: Mapping[str, float], gpu_name: str, precision: str
                         ) -> str | None:
-    """Why a GPU cannot train in `precision` (None if it can)."""
+    """Why a GPU cannot train in `precision` (None if it can). fp8 training also needs a bf16
+    rate: attention and the output layer stay in bf16 (cost.transformer_time)."""
+    if precision == "fp8" and gpu_peaks.get("fp8", 0.0) > 0 and not gpu_peaks.get("bf16", 0.0) > 0:
+        return (f"GPU {gpu_name} has an fp8 rate but no bf16 one, which fp8 training's attention "
+                "and output layer run at; give its bf16 peak too")
     if gpu_peaks.get(precision, 0.0) > 0:
         return None
     supported = ", ".join(sorted(p for p, x in gpu_peaks.items() if x > 0))

@@ -58,8 +58,10 @@ def _default_name(value: Any) -> Any:
 class GPUSection(Frozen):
     """A GPU that is not in the catalog (name, peak_flops, hbm_capacity, hbm_bandwidth; its
     node's network defaults are those of an 8-GPU HGX node), or `base: CATALOG_NAME` with any
-    of the same fields replacing the catalog's. Prices are USD per GPU-hour; a GPU without a
-    base and without `price_per_hour` has no price (refused for cost objectives)."""
+    of the same fields replacing the catalog's. An fp8 peak without a bf16 one implies bf16 at
+    half of it (FP8_OVER_BF16), which fp8 training's attention and output layer run at.
+    Prices are USD per GPU-hour; a GPU without a base and without `price_per_hour` has no
+    price (refused for cost objectives)."""
 
     base: str | None = None
     name: str | None = None
@@ -95,11 +97,23 @@ _FIELDS = {"hbm_capacity": "hbm_capacity_bytes", "hbm_bandwidth": "hbm_bandwidth
 """GPUSection field -> the GPUSpec field it sets (peak_flops aside: merged per precision)."""
 
 
+FP8_OVER_BF16 = 2.0
+"""Dense fp8 tensor FLOP/s over dense bf16 on every GPU with fp8 tensor cores: H100 SXM
+1,979 / 989 TFLOP/s (NVIDIA H100 datasheet), B200 4.5 / 2.25 PFLOP/s (DGX B200 datasheet,
+per GPU), MI300X 2,615 / 1,307 TFLOP/s (AMD Instinct MI300X data sheet)."""
+
+
 def _peaks(gpu: GPUSection, precision: str) -> dict[str, float]:
+    """The section's peak rates by precision. An fp8 rate without a bf16 one implies bf16 at
+    1/FP8_OVER_BF16 of it: fp8 training still runs attention and the output layer in bf16
+    (cost.transformer_time), so the model needs both."""
     if gpu.peak_flops is None:
         return {}
-    return dict(gpu.peak_flops) if isinstance(gpu.peak_flops, dict) else \
+    peaks = dict(gpu.peak_flops) if isinstance(gpu.peak_flops, dict) else \
         {precision: gpu.peak_flops}
+    if "fp8" in peaks and "bf16" not in peaks:
+        peaks["bf16"] = peaks["fp8"] / FP8_OVER_BF16
+    return peaks
 
 
 def gpu_spec(gpu: str | GPUSection, precision: str) -> GPUSpec:

@@ -3,6 +3,7 @@ one SpecError naming the file and the field."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import yaml
 
 import cost
 import cost.codec
+from cost import GPUSpec
+from cost.validity import precision_violation
 from search_spaces import Choice, IntRange, SpecError, load_spec, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
@@ -105,6 +108,27 @@ def test_custom_gpu_with_a_single_peak() -> None:
     _, cluster, _, _ = parse_spec(_section("cluster", gpu=gpu)).to_cost_inputs()
     assert cluster.gpu.peak_for("bf16") == 500e12
     assert cluster.gpu.hbm_capacity_bytes == 96 * 2**30
+
+
+@pytest.mark.parametrize("peak", ["2 PFLOP/s", {"fp8": "2 PFLOP/s"}])
+def test_a_custom_gpus_fp8_peak_implies_its_bf16_one(peak: Any) -> None:
+    """fp8 training runs attention and the output layer in bf16: a custom GPU given only its
+    fp8 rate gets half of it for bf16 (FP8_OVER_BF16), and a fixed fp8 plan on it has a
+    finite step time (it had none: the attention's bf16 rate was 0)."""
+    gpu = {"name": "my-gpu", "peak_flops": peak, "hbm_capacity": "192 GiB",
+           "hbm_bandwidth": "8 TB/s"}
+    data = _section("cluster", gpu=gpu)
+    data["training"] = {**data["training"], "precision": "fp8"}
+    model, cluster, training, plan = parse_spec(data).to_cost_inputs()
+    assert cluster.gpu.peak_for("fp8") == 2e15 and cluster.gpu.peak_for("bf16") == 1e15
+    assert math.isfinite(float(cost.evaluate(model, cluster, training, plan).step_time_s))
+
+
+def test_an_fp8_gpu_without_a_bf16_rate_is_refused() -> None:
+    gpu = GPUSpec(name="fp8-only", peak_flops_per_s={"fp8": 2e15}, hbm_capacity_bytes=1e11,
+                  hbm_bandwidth_bytes_per_s=8e12)
+    message = precision_violation(gpu.peak_flops_per_s, gpu.name, "fp8")
+    assert message is not None and "no bf16 one" in message
 
 
 def test_choices_parse_and_list_their_values() -> None:
