@@ -174,8 +174,9 @@ SECTIONS: dict[str, type[BaseModel]] = {
 def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
     """A StudySpec from already-parsed YAML data; `name` is the default study name."""
     if not isinstance(data, dict):
+        got = "an empty document" if data is None else f"a {type(data).__name__}"
         raise SpecError("a spec is a YAML mapping with model, training, cluster, plan, ...; "
-                        f"got {type(data).__name__}", file=file)
+                        f"got {got}", file=file)
     try:
         spec = StudySpec.model_validate({"name": name, **data})
     except ValidationError as err:

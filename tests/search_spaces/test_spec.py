@@ -262,8 +262,10 @@ def test_python_yaml_tags_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_spec_must_be_a_mapping(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="YAML mapping"):
+    with pytest.raises(SpecError, match=r"YAML mapping.*got a list"):
         load_spec(_write(tmp_path, "- just\n- a list\n"))
+    with pytest.raises(SpecError, match="got an empty document"):  # not "got NoneType"
+        load_spec(_write(tmp_path, "# nothing yet\n", name="empty.yaml"))
 
 
 def test_missing_file_is_file_not_found(tmp_path: Path) -> None:
