@@ -13,7 +13,7 @@ from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
 from search_spaces.networks import network_catalog
 
 REQUIRED_GPUS = ("v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200",
-                 "b200", "gb200", "gb300", "mi300x", "k80", "p100", "t4")
+                 "b200", "b300", "gb200", "gb300", "mi300x", "k80", "p100", "t4")
 REQUIRED_MODELS = ("gpt3-175b", "gpt3-13b", "megatron-530b", "megatron-1t", "bloom-176b",
                    "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b")
 _NOT_FIGURES = ("description", "year", "sources")
