@@ -4,9 +4,11 @@ evaluates to the trial's own step time. `tuner explain NAME` explains the same p
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,7 @@ MEGATRON_FLAGS = {
     "--overlap-grad-reduce", "--overlap-param-gather", "--num-layers", "--hidden-size",
     "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
     "--num-query-groups", "--seq-length", "--max-position-embeddings", "--swiglu",
-    "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format",
+    "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
     # the uneven split of a pipeline across pools (same arguments.py, _add_distributed_args)
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
     # a head width other than hidden / heads (_add_network_size_args), mixtures of experts
@@ -57,6 +59,7 @@ MEGATRON_CHOICES = {"--recompute-granularity": {"full", "selective"},
                     "--data-parallel-sharding-strategy": {"no_shard", "optim", "optim_grads",
                                                           "optim_grads_params"},
                     "--fp8-format": {"e4m3", "hybrid"},
+                    "--fp8-recipe": {"tensorwise", "delayed", "mxfp8", "blockwise"},
                     "--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"}}
 
 NEMO_ATTRIBUTES = {
@@ -194,6 +197,29 @@ def test_megatron_describes_a_mixture_of_experts() -> None:
     assert "--num-experts" not in plain and "--expert-tensor-parallel-size" not in plain
 
 
+def test_the_command_line_parses_back_in_a_shell() -> None:
+    """Each word is quoted where the shell would read it otherwise: the layer pattern's
+    parentheses, brackets and stars reach Megatron-LM as one argument."""
+    plan = MoEPlan(tp=2, pp=8, dp=16, ep=32, etp=1, micro_batch=1)
+    text = megatron.render(_launch(plan, model="deepseek-v3"))
+    command = " ".join(line.rstrip(" \\") for line in text.splitlines()
+                       if not line.startswith("#"))
+    words = shlex.split(command)
+    assert words[words.index("--moe-layer-freq") + 1] == "([0]*3+[1]*58)"
+    assert words == ["torchrun", "--nnodes", "32", "--nproc-per-node", "8", "pretrain_gpt.py",
+                     *megatron.flags(_launch(plan, model="deepseek-v3"))[0]]
+
+
+@pytest.mark.parametrize(("recipe", "fmt", "flag"), [
+    ("delayed", "hybrid", "delayed"), ("current", "hybrid", "tensorwise"),
+    ("mxfp8", "e4m3", "mxfp8"), ("blockwise", "e4m3", "blockwise")])
+def test_the_fp8_recipe_the_model_assumed_is_written(recipe: str, fmt: str, flag: str) -> None:
+    lp = dataclasses.replace(_launch(_plans()[0], precision="fp8"), fp8_recipe=recipe)
+    items, _ = megatron.flags(lp)
+    assert items[items.index("--fp8-format") + 1] == fmt
+    assert items[items.index("--fp8-recipe") + 1] == flag
+
+
 def test_every_layer_pattern_counts_the_moe_layers() -> None:
     for name, model in model_catalog().items():
         if model.kind == "moe":
@@ -220,7 +246,7 @@ def test_a_mixture_of_experts_study_has_every_format(tmp_path: Path) -> None:
     assert f"--expert-model-parallel-size {best['ep']}" in shown["megatron"].output \
         or best["ep"] == 1
     assert "--num-experts 8" in shown["megatron"].output
-    assert "--moe-layer-freq ([0]*1+[1]*3)" in shown["megatron"].output
+    assert "--moe-layer-freq '([0]*1+[1]*3)'" in shown["megatron"].output
     assert f"expert_model_parallel_size = {best['ep']}" in shown["nemo"].output
     assert "recipe.model.config.moe_token_dispatcher_type = 'flex'" in shown["nemo"].output
     assert f"expert_parallel_degree = {best['ep']}" in shown["torchtitan"].output

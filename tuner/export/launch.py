@@ -37,6 +37,7 @@ class LaunchPlan:
     dp_overlap: bool  # the model overlapped data-parallel traffic with the passes
     ep_dedup: bool = True  # a token crosses to a remote domain once (DeepEP, HybridEP)
     ep_overlap: bool = False  # the model hid the expert all-to-alls behind another batch
+    fp8_recipe: str = "delayed"  # how fp8 GEMM inputs are scaled (stack.fp8_recipe)
     pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
     stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
 
@@ -99,5 +100,6 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
         precision=spec.training.precision,
         tp_overlap=efficiency.tp_overlap > 0 and plan.sequence_parallel and plan.tp > 1,
         dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1,
-        ep_dedup=efficiency.ep_dedup, ep_overlap=efficiency.ep_overlap > 0, pools=parts,
+        ep_dedup=efficiency.ep_dedup, ep_overlap=efficiency.ep_overlap > 0,
+        fp8_recipe=efficiency.fp8_recipe, pools=parts,
         stage_split=stage_layers(parts, int(getattr(model, "layers", 0))))

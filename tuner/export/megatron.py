@@ -12,6 +12,7 @@ stages are even (tuner.export.pools)."""
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any, cast
 
 from .launch import LaunchPlan
@@ -26,8 +27,13 @@ DEGREE_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-pa
                 "cp": "--context-parallel-size", "ep": "--expert-model-parallel-size",
                 "etp": "--expert-tensor-parallel-size"}
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
-_PRECISION = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16", "--fp8-format", "hybrid"],
-              "fp32": []}
+_PRECISION = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16"], "fp32": []}
+_FP8_RECIPES = {"delayed": ("hybrid", "delayed"), "current": ("hybrid", "tensorwise"),
+                "mxfp8": ("e4m3", "mxfp8"), "blockwise": ("e4m3", "blockwise")}
+"""The model's fp8 recipe (`stack.fp8_recipe`) -> Megatron-LM's --fp8-format and --fp8-recipe
+(arguments.py choices e4m3/hybrid and tensorwise/delayed/mxfp8/blockwise): per-tensor scaling
+with E4M3 forward and E5M2 gradients (hybrid); the block-scaled recipes in E4M3 throughout, as
+Transformer Engine's MXFP8BlockScaling and Float8BlockScaling default to."""
 
 
 def _model(lp: LaunchPlan) -> list[str]:
@@ -165,13 +171,17 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     out += ["--micro-batch-size", str(p.micro_batch), "--global-batch-size",
             str(lp.global_batch)]
     out += _memory(lp, notes) + _overlap(lp, notes) + _model(lp) + _PRECISION[lp.precision]
+    if lp.precision == "fp8":
+        fmt, recipe = _FP8_RECIPES.get(lp.fp8_recipe, ("hybrid", "delayed"))
+        out += ["--fp8-format", fmt, "--fp8-recipe", recipe]
     if lp.precision == "fp32":
         notes.append("fp32: Megatron-LM trains in fp32 without --bf16/--fp16")
     return out, notes
 
 
 def render(lp: LaunchPlan) -> str:
-    """A torchrun command line, one flag (and its value) per line."""
+    """A torchrun command line, one flag (and its value) per line, each word quoted for the
+    shell where it needs it (shlex.quote: `--moe-layer-freq '([0]*3+[1]*58)'`)."""
     items, notes = flags(lp)
     lines = [f"# Megatron-LM (core_v0.15.0 flags) for {lp.title}",
              f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
@@ -181,8 +191,8 @@ def render(lp: LaunchPlan) -> str:
     args: list[str] = []
     for item in items:
         if item.startswith("--") or not args:
-            args.append(item)
+            args.append(shlex.quote(item))
         else:
-            args[-1] += f" {item}"
+            args[-1] += f" {shlex.quote(item)}"
     lines += [f"    {a} \\" for a in args[:-1]] + [f"    {args[-1]}"]
     return "\n".join(lines)
