@@ -90,6 +90,9 @@ NEMO_ATTRIBUTES = {
     # overlap_moe_expert_parallel_comm (core_v0.15.0 megatron/core/model_parallel_config.py)
     "recipe.model.config.moe_token_dispatcher_type", "recipe.model.config.moe_enable_deepep",
     "recipe.model.config.overlap_moe_expert_parallel_comm",
+    # an fp8 plan: MegatronMixedPrecision's fp8 and fp8_recipe (NeMo v2.4.0
+    # nemo/lightning/pytorch/plugins/mixed_precision.py), the recipes' trainer.plugins
+    "recipe.trainer.plugins.fp8", "recipe.trainer.plugins.fp8_recipe",
 }
 
 TORCHTITAN_KEYS = {
@@ -218,6 +221,18 @@ def test_the_fp8_recipe_the_model_assumed_is_written(recipe: str, fmt: str, flag
     items, _ = megatron.flags(lp)
     assert items[items.index("--fp8-format") + 1] == fmt
     assert items[items.index("--fp8-recipe") + 1] == flag
+
+
+@pytest.mark.parametrize(("recipe", "nemo_recipe"), [
+    ("delayed", "delayed"), ("current", "tensorwise"), ("mxfp8", "mxfp8")])
+def test_nemo_states_the_fp8_recipe(recipe: str, nemo_recipe: str) -> None:
+    lp = dataclasses.replace(_launch(_plans()[0], precision="fp8"), fp8_recipe=recipe)
+    pairs, _ = nemo.assignments(lp)
+    assert {name for name, _ in pairs} <= NEMO_ATTRIBUTES
+    values = dict(pairs)
+    assert values["recipe.trainer.plugins.fp8"] == "hybrid"
+    assert values["recipe.trainer.plugins.fp8_recipe"] == nemo_recipe
+    assert "recipe.trainer.plugins.fp8" not in dict(nemo.assignments(_launch(_plans()[0]))[0])
 
 
 def test_every_layer_pattern_counts_the_moe_layers() -> None:

@@ -70,7 +70,7 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     out += [("recipe.data.micro_batch_size", p.micro_batch),
             ("recipe.data.global_batch_size", lp.global_batch),
             ("recipe.data.seq_length", lp.model.seq_len)]
-    out += _memory(lp, notes) + _experts(lp)
+    out += _memory(lp, notes) + _experts(lp) + _fp8(lp)
     if lp.dp_overlap:
         out += [(_STRATEGY + "ddp.overlap_grad_reduce", True),
                 (_STRATEGY + "ddp.overlap_param_gather", p.zero >= 1)]
@@ -78,6 +78,25 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
         notes.append(f"sync: {p.sync.value}: NCCL chooses the algorithm (NCCL_ALGO in the "
                      "environment for ring or tree)")
     return out, notes
+
+
+_FP8_RECIPES = {"delayed": "delayed", "current": "tensorwise", "mxfp8": "mxfp8",
+                "blockwise": "blockwise"}
+"""The model's fp8 recipe (`stack.fp8_recipe`) -> MegatronMixedPrecision's fp8_recipe (NeMo
+v2.4.0 nemo/lightning/pytorch/plugins/mixed_precision.py: "tensorwise", "delayed", "mxfp8";
+the value passes to Megatron Core's TransformerConfig.fp8_recipe, which at core_v0.15.0 also
+takes "blockwise")."""
+
+
+def _fp8(lp: LaunchPlan) -> list[tuple[str, Any]]:
+    """An fp8 plan: the recipe's precision plugin (recipe.trainer.plugins, a
+    MegatronMixedPrecision config) in fp8 with the scaling the model assumed, hybrid E4M3/E5M2
+    as NeMo's own bf16_with_fp8_mixed and bf16_with_mxfp8_mixed set it
+    (nemo/collections/llm/recipes/precision/mixed_precision.py)."""
+    if lp.precision != "fp8":
+        return []
+    return [("recipe.trainer.plugins.fp8", "hybrid"),
+            ("recipe.trainer.plugins.fp8_recipe", _FP8_RECIPES.get(lp.fp8_recipe, "delayed"))]
 
 
 def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
