@@ -99,3 +99,21 @@ def test_a_split_uneven_in_the_middle_or_uneven_batches_are_notes() -> None:
     data = (_part("a", "data", micro_batches=6.0), _part("b", "data", micro_batches=10.0))
     notes = pool_notes(data, "NeMo", None)
     assert any("balanced shares" in n and "a 6, b 10" in n for n in notes)
+
+
+def test_unnamed_pools_give_each_pool_its_own_nodes(tmp_path: Path) -> None:
+    """Pools need no name; a used pool beside an idle one, both unnamed, is written with its
+    own node count (pools are matched by position: by name, the idle pool's 0 nodes were
+    written for the used one)."""
+    data = {"name": "unnamed", "model": "llama3-8b",
+            "training": {"global_batch": 64, "tokens": 1e11, "precision": "bf16"},
+            "cluster": {"pools": [{"gpu": "h100-80gb", "nodes": 2},
+                                  {"gpu": "a100-80gb", "nodes": 0}]},
+            "plan": {"tp": [2, 4], "pp": 1, "micro_batch": 1, "recompute": "none",
+                     "sequence_parallel": True, "zero": 1},
+            "search": {"sampler": "exhaustive"}}
+    url = _study(tmp_path, data)
+    text = _cli("plan", "unnamed", "--as", "megatron", "--storage", url)
+    assert "trial 0: 2 x 8 h100-80gb" in text
+    assert "torchrun --nnodes 2 --nproc-per-node 8" in text
+    assert "# data parallel" in text and "follows from 16 GPUs" in text

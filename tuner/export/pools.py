@@ -40,13 +40,16 @@ class PoolPart:
 
 def pool_parts(result: Any) -> tuple[PoolPart, ...]:
     """The pools a plan result uses (not the idle ones), in pipeline order: a PlanResult's
-    `pools` beside its cluster's pool summaries."""
-    summaries = {p["name"]: p for p in result.cluster.pools}
+    `pools` beside its cluster's pool summaries, both in the cluster's order of pools (by
+    position, not by name: pools need no name, and unnamed ones share the empty one)."""
+    summaries: list[Mapping[str, Any]] = list(result.cluster.pools)
+    if len(summaries) != len(result.pools):  # not one summary per use: match by name
+        named = {p["name"]: p for p in summaries}
+        summaries = [named.get(use["name"], {}) for use in result.pools]
     parts = []
-    for use in result.pools:
+    for use, summary in zip(result.pools, summaries, strict=True):
         if use["role"] == "idle":
             continue
-        summary: Mapping[str, Any] = summaries.get(use["name"], {})
         work = float(use["micro_batches"]) * max(float(use["layers"]), 1.0)
         parts.append(PoolPart(
             name=use["name"] or use["gpu"], gpu=use["gpu"], nodes=int(summary.get("nodes", 0)),
