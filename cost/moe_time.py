@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
 __all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
-           "grouped_gemm_s", "paired_exposed_parts_s", "paired_exposed_s", "paired_share",
-           "stage_cost", "sync_wait_s"]
+           "grouped_gemm_s", "paired_exposed_parts_s", "paired_share", "stage_cost",
+           "sync_wait_s"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -167,16 +167,6 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
                     scale_up_backward_s=base.scale_up_backward_s
                     + np.where(ep_inside, ep_backward, 0.0)),
             ep_forward + ep_backward, wait)
-
-
-def paired_exposed_s(*, forward_comm_s: Array, backward_comm_s: Array, forward_s: Array,
-                     backward_s: Array, d: Degrees, eff: Efficiency) -> Array:
-    """Exposed all-to-all seconds of one MoE layer and micro-batch: the forward pass's and the
-    backward pass's of paired_exposed_parts_s together."""
-    forward, backward = paired_exposed_parts_s(
-        forward_comm_s=forward_comm_s, backward_comm_s=backward_comm_s, forward_s=forward_s,
-        backward_s=backward_s, d=d, eff=eff)
-    return forward + backward
 
 
 def paired_exposed_parts_s(*, forward_comm_s: Array, backward_comm_s: Array,

@@ -202,14 +202,14 @@ def test_all_to_alls_hide_behind_the_paired_pass_only() -> None:
     # no pipeline, 256 / 16 ranks = 16 micro-batches: 15 of 16 forwards have a partner. The
     # forward's 1 s of all-to-all hides behind the paired 4 s backward; the backward's 3 s
     # behind the paired 2 s forward only, leaving 1 s (+ 15% of what hides) on that share
-    from cost.moe_time import paired_exposed_s
+    from cost.moe_time import paired_exposed_parts_s
 
     d = degrees(cluster(nodes=2), TrainingSpec(global_batch=256), Plan(ep=16, micro_batch=1))
     eff = DEFAULT_EFFICIENCY.with_(ep_overlap=1.0, overlap_slowdown=0.15)
     share = 15 / 16
-    exposed = paired_exposed_s(forward_comm_s=np.float64(1.0), backward_comm_s=np.float64(3.0),
-                               forward_s=np.float64(2.0), backward_s=np.float64(4.0), d=d,
-                               eff=eff)
+    exposed = sum(paired_exposed_parts_s(
+        forward_comm_s=np.float64(1.0), backward_comm_s=np.float64(3.0),
+        forward_s=np.float64(2.0), backward_s=np.float64(4.0), d=d, eff=eff))
     hidden = min(share * 1.0, 4.0) + min(share * 3.0, 2.0)
     assert float(exposed) == pytest.approx(4.0 - hidden + 0.15 * hidden)
 
