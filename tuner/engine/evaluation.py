@@ -21,7 +21,7 @@ from cost import (
 )
 from search_spaces import GPUSection
 
-from .limits import fixed_result, limit_messages
+from .limits import limit_messages
 from .scoring import DIRECTIONS, Scores, best_index, score
 
 if TYPE_CHECKING:  # annotations only: `tuner evaluate` imports neither
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # annotations only: `tuner evaluate` imports neither
     from search_spaces.grid import PlanGrid
 
 __all__ = ["Candidate", "Evaluated", "best_plan", "cluster_values", "evaluate_chunks",
-           "fixed_result", "flat_scores", "label", "one_plan", "result_of"]
+           "flat_scores", "label", "one_plan", "result_of"]
 
 
 def label(value: Any) -> Any:

@@ -23,7 +23,7 @@ from studies import (
 )
 
 from ..engine.auto import count_plans
-from ..engine.evaluation import fixed_result
+from ..engine.limits import fixed_result
 from ..engine.search import SearchOptions, prepare_search
 from ..engine.trial_spec import chosen_plan
 from ..export import render
