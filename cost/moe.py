@@ -36,7 +36,8 @@ from .precision import element_bytes
 from .transformer import ModelSpec, transformer_rules
 from .workload import Footprint, LayerCosts, Rule, StageCost
 
-__all__ = ["MoEModelSpec", "moe_layer_count", "moe_layer_parameters", "router_parameters"]
+__all__ = ["MoEModelSpec", "moe_layer_count", "moe_layer_parameters", "moe_layers",
+           "router_parameters"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,12 +131,17 @@ class MoEModelSpec(ModelSpec):
         return float(self.parameters()) * (sizes["weight"] + sizes["optimizer"])
 
 
+def moe_layers(model: MoEModelSpec) -> tuple[bool, ...]:
+    """Which layers have experts, in order: layer i (from 0) when i >= dense_layers and
+    i % moe_layer_freq == 0 (HF DeepSeek-V3's first_k_dense_replace and moe_layer_freq;
+    Megatron-Core's --moe-layer-freq)."""
+    return tuple(i >= model.dense_layers and i % model.moe_layer_freq == 0
+                 for i in range(model.layers))
+
+
 def moe_layer_count(model: MoEModelSpec) -> int:
-    """Layers with experts: layer i (from 0) when i >= dense_layers and i % moe_layer_freq == 0
-    (HF DeepSeek-V3's first_k_dense_replace and moe_layer_freq; Megatron-Core's
-    --moe-layer-freq)."""
-    return sum(1 for i in range(model.layers)
-               if i >= model.dense_layers and i % model.moe_layer_freq == 0)
+    """Layers with experts (moe_layers)."""
+    return sum(moe_layers(model))
 
 
 def router_parameters(model: MoEModelSpec) -> int:

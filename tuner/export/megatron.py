@@ -12,6 +12,7 @@ stages are even (tuner.export.pools)."""
 
 from __future__ import annotations
 
+import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
@@ -65,15 +66,11 @@ def _latent_attention(m: Any) -> list[str]:
 
 def layer_pattern(m: Any) -> str:
     """--moe-layer-freq as the Python list expression Megatron-LM evaluates, 1 for a layer
-    with experts (cost.moe.moe_layer_count's rule), run-length encoded: "([0]*3+[1]*58)"."""
-    flags = [int(i >= m.dense_layers and i % m.moe_layer_freq == 0) for i in range(m.layers)]
-    runs: list[list[int]] = []
-    for f in flags:
-        if runs and runs[-1][0] == f:
-            runs[-1][1] += 1
-        else:
-            runs.append([f, 1])
-    return "(" + "+".join(f"[{f}]*{n}" for f, n in runs) + ")"
+    with experts (cost.moe.moe_layers), run-length encoded: "([0]*3+[1]*58)"."""
+    from cost.moe import moe_layers
+
+    runs = itertools.groupby(map(int, moe_layers(m)))
+    return "(" + "+".join(f"[{flag}]*{len(list(run))}" for flag, run in runs) + ")"
 
 
 def _experts(lp: LaunchPlan) -> list[str]:
