@@ -20,6 +20,10 @@ DEGREES = ("tp", "pp", "cp", "ep", "etp")
 a degree the plan record lacks is left out (tuner.export.launch.LaunchPlan.degrees)."""
 
 
+_CORE_FP8_RECIPES = {"delayed": "delayed", "current": "tensorwise", "mxfp8": "mxfp8",
+                     "blockwise": "blockwise"}
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     """A transformer plan (dense or a mixture of experts) ready to be written as a
@@ -40,6 +44,14 @@ class LaunchPlan:
     fp8_recipe: str = "delayed"  # how fp8 GEMM inputs are scaled (stack.fp8_recipe)
     pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
     stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
+
+    @property
+    def core_fp8_recipe(self) -> str:
+        """The fp8 recipe as Megatron Core names it (TransformerConfig.fp8_recipe, core_v0.15.0:
+        tensorwise, delayed, mxfp8, blockwise), which Megatron-LM's --fp8-recipe and NeMo's
+        MegatronMixedPrecision.fp8_recipe both pass on: the model's current (per-tensor)
+        scaling is Core's "tensorwise"; an unknown recipe is Core's default, "delayed"."""
+        return _CORE_FP8_RECIPES.get(self.fp8_recipe, "delayed")
 
     @property
     def gpus(self) -> int:

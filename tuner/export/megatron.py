@@ -29,12 +29,11 @@ DEGREE_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-pa
                 "etp": "--expert-tensor-parallel-size"}
 _SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
 _PRECISION = {"bf16": ["--bf16"], "fp16": ["--fp16"], "fp8": ["--bf16"], "fp32": []}
-_FP8_RECIPES = {"delayed": ("hybrid", "delayed"), "current": ("hybrid", "tensorwise"),
-                "mxfp8": ("e4m3", "mxfp8"), "blockwise": ("e4m3", "blockwise")}
-"""The model's fp8 recipe (`stack.fp8_recipe`) -> Megatron-LM's --fp8-format and --fp8-recipe
-(arguments.py choices e4m3/hybrid and tensorwise/delayed/mxfp8/blockwise): per-tensor scaling
-with E4M3 forward and E5M2 gradients (hybrid); the block-scaled recipes in E4M3 throughout, as
-Transformer Engine's MXFP8BlockScaling and Float8BlockScaling default to."""
+_FP8_FORMATS = {"mxfp8": "e4m3", "blockwise": "e4m3"}
+"""--fp8-format by Megatron Core's fp8 recipe (LaunchPlan.core_fp8_recipe; arguments.py choices
+e4m3/hybrid): the block-scaled recipes in E4M3 throughout, as Transformer Engine's
+MXFP8BlockScaling and Float8BlockScaling default to (and Megatron-LM's own MXFP8 example
+writes); per-tensor scaling with E4M3 forward and E5M2 gradients, hybrid, otherwise."""
 
 
 def _model(lp: LaunchPlan) -> list[str]:
@@ -169,8 +168,8 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
             str(lp.global_batch)]
     out += _memory(lp, notes) + _overlap(lp, notes) + _model(lp) + _PRECISION[lp.precision]
     if lp.precision == "fp8":
-        fmt, recipe = _FP8_RECIPES.get(lp.fp8_recipe, ("hybrid", "delayed"))
-        out += ["--fp8-format", fmt, "--fp8-recipe", recipe]
+        recipe = lp.core_fp8_recipe
+        out += ["--fp8-format", _FP8_FORMATS.get(recipe, "hybrid"), "--fp8-recipe", recipe]
     if lp.precision == "fp32":
         notes.append("fp32: Megatron-LM trains in fp32 without --bf16/--fp16")
     return out, notes

@@ -80,23 +80,17 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     return out, notes
 
 
-_FP8_RECIPES = {"delayed": "delayed", "current": "tensorwise", "mxfp8": "mxfp8",
-                "blockwise": "blockwise"}
-"""The model's fp8 recipe (`stack.fp8_recipe`) -> MegatronMixedPrecision's fp8_recipe (NeMo
-v2.4.0 nemo/lightning/pytorch/plugins/mixed_precision.py: "tensorwise", "delayed", "mxfp8";
-the value passes to Megatron Core's TransformerConfig.fp8_recipe, which at core_v0.15.0 also
-takes "blockwise")."""
-
-
 def _fp8(lp: LaunchPlan) -> list[tuple[str, Any]]:
     """An fp8 plan: the recipe's precision plugin (recipe.trainer.plugins, a
     MegatronMixedPrecision config) in fp8 with the scaling the model assumed, hybrid E4M3/E5M2
     as NeMo's own bf16_with_fp8_mixed and bf16_with_mxfp8_mixed set it
-    (nemo/collections/llm/recipes/precision/mixed_precision.py)."""
+    (nemo/collections/llm/recipes/precision/mixed_precision.py). MegatronMixedPrecision's
+    fp8_recipe (NeMo v2.4.0 nemo/lightning/pytorch/plugins/mixed_precision.py) passes on to
+    Megatron Core's TransformerConfig.fp8_recipe (LaunchPlan.core_fp8_recipe)."""
     if lp.precision != "fp8":
         return []
     return [("recipe.trainer.plugins.fp8", "hybrid"),
-            ("recipe.trainer.plugins.fp8_recipe", _FP8_RECIPES.get(lp.fp8_recipe, "delayed"))]
+            ("recipe.trainer.plugins.fp8_recipe", lp.core_fp8_recipe)]
 
 
 def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
