@@ -55,10 +55,11 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     path = out_path(out)
     rows = read_measurements(csv_path)
     fitted_rows, held = split(rows, holdout, seed)
-    check_placeable(fitted_rows, DEFAULT_EFFICIENCY, source=csv_path)
+    before = {"fit": errors(fitted_rows, DEFAULT_EFFICIENCY),
+              "held_out": errors(held, DEFAULT_EFFICIENCY)}
+    check_placeable(fitted_rows, before["fit"], source=csv_path)
     fitted = fit(fitted_rows, DEFAULT_EFFICIENCY, network=network)
-    report = {name: {"before": summary(errors(part, DEFAULT_EFFICIENCY)),
-                     "after": summary(errors(part, fitted))}
+    report = {name: {"before": summary(before[name]), "after": summary(errors(part, fitted))}
               for name, part in (("fit", fitted_rows), ("held_out", held))}
     header = (f"written by `tuner calibrate {csv_path}`: {len(fitted_rows)} runs fitted, "
               f"{len(held)} held out (seed {seed})")

@@ -297,11 +297,12 @@ def summary(e: np.ndarray) -> dict[str, Any]:
             "infeasible": int(e.size - finite.size)}
 
 
-def check_placeable(rows: list[Measurement], efficiency: Efficiency, *, source: str) -> None:
-    """TunerError when no run of `rows` has a plan that fits in memory under the model: their
-    step times cannot be fitted (each predicts no time), and a run that ran fitted, so its
-    spec leaves out what made it fit."""
-    if not rows or np.isfinite(errors(rows, efficiency)).any():
+def check_placeable(rows: list[Measurement], row_errors: np.ndarray, *, source: str) -> None:
+    """TunerError when no run of `rows` has a plan that fits in memory under the model (every
+    one of their `row_errors`, from errors(), infinite): their step times cannot be fitted
+    (each predicts no time), and a run that ran fitted, so its spec leaves out what made it
+    fit."""
+    if not rows or np.isfinite(row_errors).any():
         return
     named = ", ".join(f"row {r.row} ({r.space.spec.name})" for r in rows[:3])
     more = f" and {len(rows) - 3} more" if len(rows) > 3 else ""
