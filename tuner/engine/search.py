@@ -21,12 +21,11 @@ from optuna.trial import TrialState
 from search_spaces import Space, SpecError, StudySpec
 from studies import (
     RecoveryCallback,
-    best_results,
+    best_payload,
     check_problem,
     complete_count,
     create_or_continue,
     finished_under_us,
-    nearest_result,
     recover_stale_trials,
     search_settings,
     set_target_trials,
@@ -315,19 +314,18 @@ def summary(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
     study's problem proves the best plan (or front) optimal."""
     settings = study.user_attrs.get("search", {})
     done = swept(study)
+    best = best_payload(study, top=top)  # and `nearest` where none is feasible
     out: dict[str, Any] = {
         "study": study.study_name,
         "trials": complete_count(study),
-        "best": [r.as_dict() for r in best_results(study, top=top)],
+        "best": best["best"],
         "sampler": settings.get("sampler"),
         "requested_sampler": settings.get("requested"),
         "optimal": done is not None,
         "evaluated": int(done["evaluated"]) if done is not None else _evaluated(study),
     }
-    if not out["best"]:  # what the nearest miss lacks (studies.nearest_result)
-        nearest = nearest_result(study)
-        if nearest is not None:
-            out["nearest"] = nearest.as_dict()
+    if "nearest" in best:
+        out["nearest"] = best["nearest"]
     if done is not None:
         out["feasible_plans"] = int(done["feasible_plans"])
     elif "feasible_plans" in study.user_attrs:  # a sweep of an earlier tuner
