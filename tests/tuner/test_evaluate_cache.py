@@ -38,7 +38,7 @@ def _uncached(spec: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
 
 
 def _entries() -> list[Path]:
-    return sorted((Path(os.environ[evaluated.CACHE_ENV]) / "evaluate").glob("*.pickle"))
+    return sorted((Path(os.environ[evaluated.CACHE_ENV]) / "evaluate").glob("*.json"))
 
 
 def _copy(tmp_path: Path, name: str = "spec.yaml") -> Path:
@@ -122,10 +122,12 @@ def test_changed_code_or_catalog_changes_the_digest(tmp_path: Path) -> None:
     assert digest == evaluated.code_digest_of(tmp_path)
     for changed in ("cost/price.py", "search_spaces/catalog/gpus.yaml", "tuner/views/text.py"):
         path = tmp_path / changed
-        kept = path.read_bytes()
+        kept, stat = path.read_bytes(), path.stat()
         path.write_bytes(kept + b"\n# changed\n")
         assert evaluated.code_digest_of(tmp_path) != digest, changed
-        path.write_bytes(kept)
+        path.write_bytes(kept)  # the same bytes written again: a new modification time
+        assert evaluated.code_digest_of(tmp_path) != digest, changed
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert evaluated.code_digest_of(tmp_path) == digest
 
 
@@ -142,7 +144,7 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     spec = _copy(tmp_path)
     _json(spec)
     (entry,) = _entries()
-    entry.write_bytes(b"not a pickle")
+    entry.write_bytes(b"not JSON")
     assert _json(spec) == _uncached(spec, monkeypatch)
 
 

@@ -31,7 +31,7 @@ def test_a_real_process_prints_and_caches_its_whole_answer(tmp_path: Path) -> No
     here = CliRunner().invoke(main, ["evaluate", str(FIXED), "--json"],
                               env={"TUNER_CACHE_DIR": "off"})
     assert json.loads(done.stdout) == json.loads(here.stdout)
-    assert len(list((tmp_path / "evaluate").glob("*.pickle"))) == 1
+    assert len(list((tmp_path / "evaluate").glob("*.json"))) == 1
 
 
 def test_the_objects_are_frozen_after_the_other_exit_handlers_ran() -> None:

@@ -5,18 +5,19 @@ JSON as the command shows them, which are a function of the spec and the code al
 
 A spec's entry is found by a digest of the spec file (its bytes and its absolute path, which
 gives the study's default name and the folder a relative `calibration` path is read from) and
-of everything that computes the result: the bytes of every module and catalog file of the
-`cost`, `search_spaces` and `tuner` packages, the Python version, and the installed numpy,
+of everything that computes the result: every module and catalog file of the `cost`,
+`search_spaces` and `tuner` packages (by modification time and size, as Python's bytecode cache
+tells a changed module), the Python version, and the installed numpy,
 pydantic, pydantic-core, PyYAML and click (each package's `__init__` file, by modification
 time and size: reinstalling a package rewrites it, as the bytecode cache assumes). The entry
 lists the other files the spec read (its calibration profile) with their digests; a change to
 any of them, or its removal, is a miss. Only results are kept, never errors: a spec that does
 not load or evaluate is read and reported afresh each time.
 
-Entries are pickles in the folder `evaluate` of the cache folder: `$TUNER_CACHE_DIR`, else
+Entries are JSON files in the folder `evaluate` of the cache folder: `$TUNER_CACHE_DIR`, else
 `$XDG_CACHE_HOME/cluster-tuner`, else `~/.cache/cluster-tuner`; written whole (a temporary
-file renamed into place); `TUNER_CACHE_DIR=off` turns the cache off. A cache that cannot be
-read or written is no cache: the spec is evaluated as without one."""
+file of this host and process renamed into place); `TUNER_CACHE_DIR=off` turns the cache off.
+A cache that cannot be read or written is no cache: the spec is evaluated as without one."""
 
 from __future__ import annotations
 
@@ -26,9 +27,8 @@ import hashlib
 import importlib.util
 import json
 import os
-import pickle
+import platform
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ __all__ = ["CACHE_ENV", "Evaluated", "cache_dir", "code_digest", "code_digest_of
 CACHE_ENV = "TUNER_CACHE_DIR"
 _PACKAGES = ("cost", "search_spaces", "tuner")
 _THIRD_PARTY = ("numpy", "pydantic", "pydantic_core", "yaml", "click")
-_FORMAT = b"tuner-evaluate-1"
+_FORMAT = b"tuner-evaluate-2"
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -76,7 +76,7 @@ def cache_dir() -> Path | None:
 def _package_files(root: Path) -> list[Path]:
     """Every module and catalog file of the packages under `root` that compute a result (not
     the example specs); os.walk skips the bytecode folders, which Path.rglob would list: 2 ms
-    in place of 7 ms, of a digest (every file read and hashed) of 4-5 ms at each start."""
+    in place of 7 ms."""
     found: list[Path] = []
     for package in _PACKAGES:
         for folder, subfolders, names in os.walk(root / package):
@@ -87,13 +87,15 @@ def _package_files(root: Path) -> list[Path]:
 
 
 def code_digest_of(root: Path) -> str:
-    """sha256 (hex) of the packages' files under `root`, Python's version and the installed
+    """sha256 (hex) of the packages' files under `root` (each file's path, modification time
+    and size: what Python's bytecode cache compares to tell a module changed; reading and
+    hashing the 125 files took 4-5 ms of each start), Python's version and the installed
     packages the result depends on."""
     digest = hashlib.sha256(_FORMAT + sys.version.encode())
     prefix = len(os.path.join(root, ""))  # each file's path relative to root, as relative_to
     for path in map(str, _package_files(root)):
-        with open(path, "rb") as source:  # 1 ms less than Path.read_bytes over 125 files
-            digest.update(path[prefix:].encode() + b"\0" + source.read())
+        found = os.stat(path)
+        digest.update(repr((path[prefix:], found.st_mtime_ns, found.st_size)).encode())
     for name in _THIRD_PARTY:
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec is not None else None
@@ -128,7 +130,7 @@ def _entry(spec_path: str, spec_bytes: bytes) -> Path | None:
         return None
     key = hashlib.sha256(code_digest().encode() + b"\0" + os.path.abspath(spec_path).encode()
                          + b"\0" + spec_bytes).hexdigest()
-    return folder / f"{key}.pickle"
+    return folder / f"{key}.json"
 
 
 def load(spec_path: str, spec_bytes: bytes) -> Evaluated | None:
@@ -138,8 +140,10 @@ def load(spec_path: str, spec_bytes: bytes) -> Evaluated | None:
         entry = _entry(spec_path, spec_bytes)
         if entry is None or not entry.is_file():
             return None
-        found = pickle.loads(entry.read_bytes())
-        if not isinstance(found, Evaluated):
+        data = json.loads(entry.read_bytes())
+        found = Evaluated(text=data["text"], value=data["value"],
+                          reads=tuple((str(path), str(digest)) for path, digest in data["reads"]))
+        if not isinstance(found.text, str):
             return None
         if any(file_digest(path) != (path, digest) for path, digest in found.reads):
             return None
@@ -155,10 +159,10 @@ def store(spec_path: str, spec_bytes: bytes, evaluated: Evaluated) -> None:
         if entry is None:
             return
         entry.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        temporary = entry.with_name(f".{entry.name}.{platform.node()}.{os.getpid()}.tmp")
         try:
-            with os.fdopen(handle, "wb") as out:
-                pickle.dump(evaluated, out, protocol=pickle.HIGHEST_PROTOCOL)
+            temporary.write_text(json.dumps({"text": evaluated.text, "value": evaluated.value,
+                                             "reads": evaluated.reads}), encoding="utf-8")
             os.replace(temporary, entry)
         finally:
             with contextlib.suppress(FileNotFoundError):
