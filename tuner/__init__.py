@@ -8,7 +8,11 @@ __all__ = ["main"]
 
 
 def main() -> None:
-    """The `tuner` command (imported when called, so that `import tuner` stays light)."""
+    """The `tuner` command (imported when called, so that `import tuner` stays light), with
+    the garbage collector paused while it starts (tuner.collector)."""
+    from .collector import pause
+
+    pause()
     from .cli import main as cli_main
 
     cli_main()

@@ -18,7 +18,7 @@ def _drop_current_directory() -> None:
 
 _drop_current_directory()
 
-from tuner.cli import main  # noqa: E402 (after the path is fixed)
+from tuner import main  # noqa: E402 (after the path is fixed)
 
 if __name__ == "__main__":
     main()

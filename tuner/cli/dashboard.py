@@ -7,6 +7,8 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from ..collector import resume as resume_collector
+
 __all__ = ["INSTALL_HINT", "dashboard_installed", "server_arguments", "start_server",
            "study_address"]
 
@@ -32,4 +34,5 @@ def study_address(*, host: str, port: int, study_id: int) -> str:
 def start_server(arguments: dict[str, Any]) -> None:
     """Run optuna-dashboard until it is stopped (Ctrl-C); blocks."""
     run: Callable[..., None] = importlib.import_module("optuna_dashboard").run_server
+    resume_collector()  # a server runs until stopped (tuner.collector)
     run(**arguments)

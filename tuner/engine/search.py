@@ -37,6 +37,7 @@ from studies import (
     to_run,
 )
 
+from ..collector import resume as resume_collector
 from .auto import TRIAL_PLANS, AutoChoice, choose
 from .exhaustive import SweepSummary, sweep
 from .forked import ForkedSweep
@@ -258,6 +259,7 @@ def _optimize(study: optuna.Study, space: Space, settings: dict[str, Any],
     study then falls short, or retries wait, this worker runs them, so that a finished study
     holds no running or waiting trial. A stop request ends it: the running trial goes back to
     the queue and Interrupted says what is stored."""
+    resume_collector()  # a trial loop runs as long as the user wants (tuner.collector)
     target = target_trials(study)
     recover_stale_trials(study, target=target)
     objective = PlanObjective(space, sweep_inner=settings.get("sweep_inner", True),

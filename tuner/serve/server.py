@@ -10,6 +10,7 @@ from typing import Any
 import uvicorn
 from sqlalchemy.engine import make_url
 
+from ..collector import resume as resume_collector
 from ..errors import TunerError
 from .logs import configure_logging
 
@@ -51,6 +52,7 @@ def storage_password(url: str) -> str | None:
 def run(app: Any, sock: socket.socket, *, secrets: list[str]) -> None:
     """Serve `app` on `sock` until Ctrl-C or SIGTERM (then the app stops its workers)."""
     configure_logging(secrets)
+    resume_collector()  # a server runs until stopped (tuner.collector)
     config = uvicorn.Config(app, log_config=None, access_log=True,
                             limit_concurrency=LIMIT_CONCURRENCY)
     uvicorn.Server(config).run(sockets=[sock])
