@@ -49,7 +49,9 @@ class InvalidPlanError(CostModelError):
 
     def __init__(self, violations: Sequence[str]) -> None:
         self.violations = list(violations)
-        more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+        extra = len(violations) - 1
+        more = f" (and {extra} more problem{'s' if extra > 1 else ''} with this plan)" \
+            if extra else ""
         super().__init__(self.violations[0] + more)
 
 
