@@ -43,6 +43,9 @@ MEGATRON_FLAGS = {
     "--untie-embeddings-and-output-weights", "--bf16", "--fp16", "--fp8-format", "--fp8-recipe",
     # the uneven split of a pipeline across pools (same arguments.py, _add_distributed_args)
     "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+    # a pipeline the chunks do not divide (_add_distributed_args; megatron/core/transformer/
+    # pipeline_parallel_layer_layout.py parses it)
+    "--pipeline-model-parallel-layout",
     # a head width other than hidden / heads (_add_network_size_args), mixtures of experts
     # (_add_moe_args) and multi-head latent attention (_add_mla_args), same arguments.py
     "--kv-channels", "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size",
@@ -73,7 +76,7 @@ NEMO_ATTRIBUTES = {
         "virtual_pipeline_model_parallel_size", "context_parallel_size", "sequence_parallel",
         "expert_model_parallel_size", "expert_tensor_parallel_size",
         "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split",
-        "fsdp")),
+        "pipeline_model_parallel_layout", "fsdp")),
     "recipe.data.micro_batch_size", "recipe.data.global_batch_size", "recipe.data.seq_length",
     # Megatron Core (core_v0.15.0) configs the recipe holds: TransformerConfig
     # (recipe.model.config), OptimizerConfig (recipe.optim.config),
@@ -367,3 +370,93 @@ def test_a_layers_model_has_only_the_spec_format(tmp_path: Path) -> None:
     refused = CliRunner().invoke(main, ["plan", "cnn", "--as", "megatron", "--storage", url])
     assert refused.exit_code == 2 and "use --as spec" in refused.stderr
     assert "model: resnet-50" in _cli("plan", "cnn", "--storage", url)
+
+
+def _torchtitan_stages(parallelism: dict[str, Any]) -> int:
+    """Stages torchtitan makes of a [parallelism] section: v0.2.2
+    torchtitan/distributed/pipeline_parallel.py, pipeline_llm (ceil((layers + first less +
+    last less) / layers_per_stage); without layers_per_stage, pp for a single-stage schedule and
+    2 x pp for an interleaved one)."""
+    pp = parallelism["pipeline_parallel_degree"]
+    per_stage = parallelism.get("pipeline_parallel_layers_per_stage")
+    if per_stage is None:
+        return pp * (1 if parallelism["pipeline_parallel_schedule"] == "1F1B" else 2)
+    effective = (parallelism["layers"] + parallelism["pipeline_parallel_first_stage_less_layers"]
+                 + parallelism["pipeline_parallel_last_stage_less_layers"])
+    return -(-effective // per_stage)
+
+
+@pytest.mark.parametrize("layers", [61, 80, 126, 7, 9, 33])
+def test_torchtitan_makes_the_plans_number_of_stages(layers: int) -> None:
+    """The layers per stage written make torchtitan build pp x virtual_stages stages, or a
+    note says to split the model by hand (DeepSeek-V3's 61 layers at pp=2 were written as 30
+    per stage: three stages, which torchtitan refuses)."""
+    tomllib = pytest.importorskip("tomllib")
+    base = _launch(_plans()[0])
+    checked = 0
+    for pp, vs in itertools.product((2, 3, 4, 8), (1, 2, 3, 4)):
+        if pp * vs > layers:
+            continue
+        lp = dataclasses.replace(base, model=dataclasses.replace(base.model, layers=layers),
+                                 plan=dataclasses.replace(base.plan, pp=pp, virtual_stages=vs))
+        text = torchtitan.render(lp)
+        par = tomllib.loads(text)["parallelism"]
+        if "pipeline_parallel_layers_per_stage" not in par and vs > 2:
+            assert "split the model yourself" in text
+            continue
+        assert _torchtitan_stages({**par, "layers": layers}) == pp * vs, (pp, vs, par)
+        checked += 1
+    assert checked > 0
+
+
+def _megatron_layout(text: str) -> list[list[str]]:
+    """Megatron Core's parse of a layout string (core_v0.15.0
+    megatron/core/transformer/pipeline_parallel_layer_layout.py, parse_str_to_list): commas
+    dropped, "(x)*n" then "x*n" unrolled, chunks split at "|"."""
+    text = text.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda m: m.group(1) * int(m.group(2)), text)
+    assert set(text) <= set("ELtm|"), text
+    return [list(chunk) for chunk in text.split("|")]
+
+
+@pytest.mark.parametrize(("pp", "vs"), [(2, 1), (4, 1), (8, 1), (16, 1), (4, 2), (8, 2)])
+def test_an_uneven_pipeline_is_written_as_megatrons_layout(pp: int, vs: int) -> None:
+    """DeepSeek-V3's 61 layers on chunks that divide neither 61 nor 63 (Megatron-LM refuses
+    them without a layout): the layout passes Megatron Core's checks
+    (PipelineParallelLayerLayout.__init__ and validate_layer_layout: chunks a multiple of pp,
+    the embedding first, the loss last, every layer once, the MTP module with the loss), its
+    fullest chunk holds the ceil(layers / chunks) the cost model sizes a stage by, and no other
+    pipeline flag comes with it; NeMo sets the same layout."""
+    model = model_catalog()["deepseek-v3"]
+    plan = MoEPlan(tp=1, pp=pp, dp=256 // pp, ep=8, etp=1, micro_batch=1, virtual_stages=vs)
+    lp = _launch(plan, model="deepseek-v3")
+    items, _ = megatron.flags(lp)
+    layout = items[items.index("--pipeline-model-parallel-layout") + 1]
+    assert not {"--num-layers-per-virtual-pipeline-stage", "--num-virtual-stages-per-pipeline-rank",
+                "--account-for-embedding-in-pipeline-split"} & set(items)
+    chunks = _megatron_layout(layout)
+    assert len(chunks) == pp * vs
+    flat = [c for chunk in chunks for c in chunk]
+    assert flat[0] == "E" and flat[-1] == "L" and flat.count("E") == flat.count("L") == 1
+    assert flat.count("t") == model.layers and flat.count("m") == model.mtp_layers == 1
+    assert "m" in chunks[-1] and "t" not in flat[flat.index("m"):]
+    assert max(chunk.count("t") for chunk in chunks) == -(-model.layers // (pp * vs))
+    shell = shlex.split(megatron.render(lp).replace("\\\n", " "))
+    assert shell[shell.index("--pipeline-model-parallel-layout") + 1] == layout
+    assigned = dict(nemo.assignments(lp)[0])
+    assert assigned["recipe.trainer.strategy.pipeline_model_parallel_layout"] == layout
+    assert assigned["recipe.trainer.strategy.virtual_pipeline_model_parallel_size"] == (
+        vs if vs > 1 else None)
+
+
+def test_an_even_pipeline_has_no_layout() -> None:
+    """Chunks that divide the layers (Llama 3 70B's 80), or the layers plus the embedding and
+    the loss (DeepSeek-V3's 61 + 2 on 3 or 7 stages), split as before."""
+    for plan in _plans():
+        assert "--pipeline-model-parallel-layout" not in megatron.flags(_launch(plan))[0]
+    for pp in (3, 7):
+        lp = _launch(MoEPlan(tp=1, pp=pp, dp=8, ep=8, etp=1, micro_batch=1),
+                     model="deepseek-v3")
+        assert lp.layout is None and lp.split_ends
+        assert "--account-for-embedding-in-pipeline-split" in megatron.flags(lp)[0]

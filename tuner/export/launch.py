@@ -13,7 +13,7 @@ from ..engine.trial_spec import ChosenPlan
 from ..errors import TunerError
 from .pools import PoolPart, pool_parts, stage_layers
 
-__all__ = ["DEGREES", "LaunchPlan", "launch_plan"]
+__all__ = ["DEGREES", "LaunchPlan", "launch_plan", "pipeline_layout"]
 
 DEGREES = ("tp", "pp", "cp", "ep", "etp")
 """Parallel degrees a framework sets explicitly, in this order (dp follows from the GPUs);
@@ -75,6 +75,18 @@ class LaunchPlan:
                                              float(self.plan.virtual_stages)))
 
     @property
+    def layout(self) -> str | None:
+        """Megatron Core's pipeline layout (pipeline_layout) where the chunks divide neither
+        the layers nor the layers plus the embedding and the loss (a mixture of experts'
+        layout, cost.moe_layout), else None."""
+        p = self.plan
+        if p.pp <= 1 or self.stage_split is not None or self.split_ends \
+                or self.model.layers % (p.pp * p.virtual_stages) == 0:
+            return None
+        return pipeline_layout(self.model.layers, p.pp, p.virtual_stages,
+                               mtp=int(getattr(self.model, "mtp_layers", 0)))
+
+    @property
     def layers_per_chunk(self) -> int | None:
         """Transformer layers per virtual stage (None when the stages are not even)."""
         chunks = self.plan.pp * self.plan.virtual_stages
@@ -86,6 +98,28 @@ class LaunchPlan:
     def batch_per_replica(self) -> int:
         """Sequences per step on one data-parallel replica."""
         return self.global_batch // max(self.plan.dp, 1)
+
+
+def pipeline_layout(layers: int, pp: int, vs: int, *, mtp: int = 0) -> str:
+    """Megatron Core's pipeline layout string (Megatron-LM --pipeline-model-parallel-layout,
+    TransformerConfig.pipeline_model_parallel_layout; core_v0.15.0
+    megatron/core/transformer/pipeline_parallel_layer_layout.py): pp · vs chunks separated by
+    "|", in the order of the virtual stage then the rank, "E" the embedding, "t" a transformer
+    layer ("t*4": four), "m" a multi-token-prediction module and "L" the loss. Megatron-LM
+    refuses a pipeline whose chunks do not divide the layers without it (arguments.py: 'Number
+    of layers should be divisible by the pipeline-model-parallel size'). The layers are spread
+    evenly, the earlier chunks taking one more where they do not divide, so the fullest chunk
+    holds ceil(layers / chunks) and the last one, with the loss, the fewest (DeepSeek-V3's 61
+    layers on 2 stages: "Et*31|t*30mL")."""
+    chunks = pp * vs
+    base, extra = divmod(layers, chunks)
+
+    def chunk(c: int) -> str:
+        n = base + (1 if c < extra else 0)
+        body = "" if n == 0 else "t" if n == 1 else f"t*{n}"
+        return ("E" if c == 0 else "") + body + ("m" * mtp + "L" if c == chunks - 1 else "")
+
+    return "|".join(chunk(c) for c in range(chunks))
 
 
 def launch_plan(chosen: ChosenPlan) -> LaunchPlan:

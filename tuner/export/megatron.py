@@ -8,7 +8,9 @@ optimizer; ZeRO 2 and 3 its FSDP (--use-megatron-fsdp with --data-parallel-shard
 optim_grads or optim_grads_params). dp is not a flag: Megatron fills the GPUs. A pipeline
 across pools of several GPU types states its uneven split with
 --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers where the middle
-stages are even (tuner.export.pools)."""
+stages are even (tuner.export.pools); a mixture of experts whose pipeline chunks divide
+neither its layers nor its layers plus two, with --pipeline-model-parallel-layout
+(tuner.export.launch.pipeline_layout)."""
 
 from __future__ import annotations
 
@@ -100,6 +102,8 @@ def _experts(lp: LaunchPlan) -> list[str]:
 def _pipeline(lp: LaunchPlan) -> list[str]:
     out: list[str] = []
     vs = lp.plan.virtual_stages
+    if lp.layout is not None:  # sets the virtual stages too: no other pipeline flag with it
+        return ["--pipeline-model-parallel-layout", lp.layout]
     if vs > 1:
         per_chunk = lp.layers_per_chunk
         out += (["--num-layers-per-virtual-pipeline-stage", str(per_chunk)] if per_chunk

@@ -66,6 +66,8 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
         out += [(_STRATEGY + "account_for_embedding_in_pipeline_split", True),
                 (_STRATEGY + "account_for_loss_in_pipeline_split", True)]
     out += _uneven(lp)
+    if lp.layout is not None:
+        out.append((_STRATEGY + "pipeline_model_parallel_layout", lp.layout))
     out.append((_STRATEGY + "sequence_parallel", bool(p.sequence_parallel and p.tp > 1)))
     out += [("recipe.data.micro_batch_size", p.micro_batch),
             ("recipe.data.global_batch_size", lp.global_batch),

@@ -20,7 +20,7 @@ from typing import Any
 from .launch import LaunchPlan
 from .pools import end_split, pool_notes
 
-__all__ = ["DEGREE_KEYS", "render", "sections"]
+__all__ = ["DEGREE_KEYS", "layers_per_stage", "render", "sections"]
 
 DEGREE_KEYS = {"tp": "tensor_parallel_degree", "pp": "pipeline_parallel_degree",
                "cp": "context_parallel_degree", "ep": "expert_parallel_degree",
@@ -46,12 +46,28 @@ def _pipeline(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
         return _uneven(lp, notes)
     chunks = p.pp * p.virtual_stages
     ends = 1 if lp.split_ends else 0
-    return {"pipeline_parallel_schedule": "Interleaved1F1B" if p.virtual_stages > 1
-            else "1F1B",
-            "pipeline_parallel_layers_per_stage": (lp.model.layers + 2 * ends) // chunks,
-            "pipeline_parallel_first_stage_less_layers": ends,
+    out: dict[str, Any] = {
+        "pipeline_parallel_schedule": "Interleaved1F1B" if p.virtual_stages > 1 else "1F1B"}
+    per_stage = layers_per_stage(lp.model.layers + 2 * ends, chunks)
+    if per_stage is not None:
+        out["pipeline_parallel_layers_per_stage"] = per_stage
+    elif p.virtual_stages not in (1, 2):  # torchtitan's own count is pp or 2 x pp stages
+        notes.append(f"no pipeline_parallel_layers_per_stage makes {chunks} stages of "
+                     f"{lp.model.layers} layers in torchtitan; split the model yourself")
+    return {**out, "pipeline_parallel_first_stage_less_layers": ends,
             "pipeline_parallel_last_stage_less_layers": ends,
             "pipeline_parallel_microbatch_size": p.micro_batch}
+
+
+def layers_per_stage(effective_layers: int, stages: int) -> int | None:
+    """The pipeline_parallel_layers_per_stage for which torchtitan makes `stages` stages of
+    `effective_layers` (the layers, plus the first and last stage's less-layers weights), or
+    None where no value does. torchtitan (v0.2.2 torchtitan/distributed/pipeline_parallel.py,
+    pipeline_llm) makes ceil(effective / layers_per_stage) stages and refuses a count that pp
+    does not divide: 61 layers at 30 per stage are 3 stages, 31 per stage 2. Without the key it
+    makes pp stages for a single-stage schedule, 2 per rank for an interleaved one."""
+    per_stage = -(-effective_layers // stages)
+    return per_stage if -(-effective_layers // per_stage) == stages else None
 
 
 def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
