@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,28 @@ def test_fit_recovers_the_gemm_fraction_and_lowers_held_out_error(tmp_path: Path
     before = abs(errors(held, DEFAULT_EFFICIENCY)).mean()
     after = abs(errors(held, fitted)).mean()
     assert after < before / 5 and after < 0.03
+
+
+def test_a_fraction_left_at_the_end_of_its_range_is_named(tmp_path: Path) -> None:
+    """Runs measured at a third of the model's time even at the top GEMM fraction leave it at
+    0.95: the report says so (text and JSON); runs the range explains leave nothing there."""
+    fast = measured_runs(tmp_path)
+    rows = fast.read_text().splitlines()
+    fast.write_text("\n".join([rows[0], *(f"{r.split(',')[0]},{float(r.split(',')[1]) / 3}"
+                                          for r in rows[1:])]) + "\n")
+    out = str(tmp_path / "p.yaml")
+    text = CliRunner().invoke(main, ["calibrate", str(fast), "--out", out])
+    assert text.exit_code == 0, text.output
+    assert "note: gemm_fraction[a100-80gb] = 0.9" in text.output
+    assert "the high end of its range [0.2, 0.95]" in text.output
+    assert "faster than this part of the model can explain" in text.output
+    data = json.loads(CliRunner().invoke(main, ["calibrate", str(fast), "--out", out,
+                                                "--json"]).stdout)
+    assert [(b["parameter"], b["bound"]) for b in data["at_bounds"]] == [
+        ("gemm_fraction[a100-80gb]", "high")]
+    plain = json.loads(CliRunner().invoke(main, ["calibrate", str(measured_runs(tmp_path)),
+                                                 "--out", out, "--json"]).stdout)
+    assert plain["at_bounds"] == []
 
 
 def test_cli_writes_a_profile_that_specs_apply(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from cost import DEFAULT_EFFICIENCY
 from search_spaces import profile_text
 
 from ..engine.calibrate import (
+    at_bounds,
     check_placeable,
     errors,
     fit,
@@ -64,10 +65,23 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     header = (f"written by `tuner calibrate {csv_path}`: {len(fitted_rows)} runs fitted, "
               f"{len(held)} held out (seed {seed})")
     path.write_text(profile_text(fitted, header=header), encoding="utf-8")
+    bounded = at_bounds(fitted_rows, fitted, network=network)
     if as_json:
-        click.echo(render.to_json({"profile": out, **report,
+        click.echo(render.to_json({"profile": out, **report, "at_bounds": bounded,
                                    "efficiency": fitted.as_dict()}))
         return
     click.echo(f"wrote {out}")
     for name in ("fit", "held_out"):
         click.echo(_line(name, report[name]["before"], report[name]["after"]))
+    for b in bounded:
+        click.echo(_bound_note(b))
+
+
+def _bound_note(b: dict[str, Any]) -> str:
+    """One line on a parameter the fit left at an end of its range."""
+    lo, hi = b["range"]
+    way = "faster" if b["bound"] == "high" else "slower"
+    return (f"  note: {b['parameter']} = {b['value']:.4g}, the {b['bound']} end of its range "
+            f"[{lo:g}, {hi:g}]: the runs are {way} than this part of the model can explain; "
+            "see where their time goes with `tuner evaluate` (launch, communication, "
+            "memory-bound work)")

@@ -28,8 +28,8 @@ from search_spaces import Space, SpecError, load_spec, read_text
 
 from ..errors import TunerError
 
-__all__ = ["Measurement", "Parameter", "check_placeable", "errors", "fit", "measurement",
-           "parameters", "read_measurements", "split", "summary"]
+__all__ = ["Measurement", "Parameter", "at_bounds", "check_placeable", "errors", "fit",
+           "measurement", "parameters", "read_measurements", "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -181,6 +181,23 @@ def fit(rows: list[Measurement], start: Efficiency, *, network: bool = False,
     if any(not p.name.startswith("gemm_fraction") for p in chosen):
         eff = _polish(chosen, loss, eff)
     return eff
+
+
+def at_bounds(rows: list[Measurement], fitted: Efficiency, *, network: bool = False
+              ) -> list[dict[str, Any]]:
+    """The parameters the fit left at an end of their range (within 0.5% of it): the runs
+    ask for more than that parameter can give, so what they measure differs from the model
+    in a part it does not set (launch, communication, memory-bound work). Each as {parameter,
+    value, bound: "low" or "high", range: [lo, hi]}."""
+    found = []
+    for p in parameters(rows, network=network):
+        value = p.value(fitted)
+        span = p.hi - p.lo
+        for bound, end in (("low", p.lo), ("high", p.hi)):
+            if abs(value - end) <= 0.005 * span:
+                found.append({"parameter": p.name, "value": value, "bound": bound,
+                              "range": [p.lo, p.hi]})
+    return found
 
 
 def _coordinates(chosen: list[Parameter], x: np.ndarray) -> list[float]:
