@@ -222,6 +222,12 @@ def resolve_model(value: Any) -> Any:
             raise SpecError(unknown_name_message("model", base, catalog), field="base")
         overrides = {k: v for k, v in value.items() if k != "base"}
         return {**dataclasses.asdict(catalog[base]), **overrides}
+    if isinstance(value, dict) and value.get("name") in catalog and not {
+            "layers", "hidden"} <= set(value):
+        name = value["name"]
+        raise SpecError(f"{name} is a catalog model; to change some of its fields write "
+                        f"`model: {{base: {name}, ...}}` (a mapping with `name` is a model of "
+                        "your own, every field given)", field="name")
     return value
 
 

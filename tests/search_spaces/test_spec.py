@@ -79,6 +79,19 @@ def test_model_overrides_on_a_catalog_base() -> None:
     assert (model.seq_len, model.hidden, model.kv_heads, model.gated_mlp) == (4096, 8192, 8, True)
 
 
+def test_a_catalog_name_with_some_fields_points_to_base() -> None:
+    """`{name: llama3-70b, seq_len: 4096}` reads as a model of one's own missing most of its
+    fields; one line says to write `base:` (a full mapping under a catalog name stays a model
+    of one's own)."""
+    with pytest.raises(SpecError, match=r"llama3-70b is a catalog model; .*`model: \{base: "
+                                        r"llama3-70b, \.\.\.\}`") as caught:
+        parse_spec(_spec(model={"name": "llama3-70b", "seq_len": 4096}))
+    assert "model.name" in str(caught.value)
+    full = {"name": "llama3-70b", "layers": 4, "hidden": 256, "heads": 4, "vocab": 1000,
+            "seq_len": 512}
+    assert parse_spec(_spec(model=full)).model.to_model_spec().layers == 4
+
+
 def test_model_as_a_full_mapping() -> None:
     spec = parse_spec(_spec(model={"name": "tiny", "layers": 4, "hidden": 256, "heads": 4,
                                    "vocab": 1000, "seq_len": 512}))
