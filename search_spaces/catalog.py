@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from types import MappingProxyType
@@ -92,13 +93,70 @@ def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> s
             "(`tuner catalog` lists them)")
 
 
-def _read(filename: str) -> dict[str, Any]:
-    folder = resources.files("search_spaces").joinpath("catalog")
-    text = folder.joinpath(filename).read_text(encoding="utf-8")
+_TOP_KEY = re.compile(r"^([^\s#'\"\-\[{!&*|>%@`.][^:#]*?):(?:\s|$)", re.MULTILINE)
+"""A line that starts a key of the file's top-level (block) mapping: any other line of an
+entry is indented, a comment, or blank."""
+
+
+class _Entries(Mapping[str, Any]):
+    """A catalog file's top-level mapping, each entry parsed when first looked up: the text
+    is cut at the lines that start a top-level key and only that entry's lines are parsed
+    (PyYAML's constructor runs in Python, 6 ms for the whole of both files on this project's
+    machine; a spec names one GPU and one model). A file whose keys cannot be told apart by
+    their lines (a key given twice, a document marker, flow style) is parsed whole, with its
+    errors (tests/search_spaces/test_catalog.py parses every entry both ways)."""
+
+    def __init__(self, text: str, filename: str) -> None:
+        self._text, self._filename = text, filename
+        starts = [(m.group(1).strip(), m.start()) for m in _TOP_KEY.finditer(text)]
+        ends = [start for _, start in starts[1:]] + [len(text)]
+        self._spans = {name: (start, end)  # no key: one end, len(text), left over
+                       for (name, start), end in zip(starts, ends, strict=False)}
+        self._parsed: dict[str, Any] = {}
+        self._whole: dict[str, Any] | None = None
+        if not starts or len(self._spans) != len(starts) or not _comments_only(
+                text[:starts[0][1]]):
+            self._whole = _parse_whole(text, filename)
+
+    def _entry(self, name: str) -> Any:
+        start, end = self._spans[name]
+        data = yaml.load(self._text[start:end], Loader=FastStrictLoader)
+        if not isinstance(data, dict) or list(data) != [name]:  # not one entry: read it all
+            self._whole = _parse_whole(self._text, self._filename)
+            return self._whole[name]
+        return data[name]
+
+    def __getitem__(self, name: str) -> Any:
+        if self._whole is not None:
+            return self._whole[name]
+        if name not in self._parsed:
+            self._parsed[name] = self._entry(name)  # KeyError as a dict's
+        return self._parsed[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in (self._whole if self._whole is not None else self._spans)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._whole if self._whole is not None else self._spans)
+
+    def __len__(self) -> int:
+        return len(self._whole if self._whole is not None else self._spans)
+
+
+def _comments_only(text: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines())
+
+
+def _parse_whole(text: str, filename: str) -> dict[str, Any]:
     data = yaml.load(text, Loader=FastStrictLoader)
     if not isinstance(data, dict):
         raise SpecError("the catalog must be a mapping of names to entries", file=filename)
     return data
+
+
+def _read(filename: str) -> Mapping[str, Any]:
+    folder = resources.files("search_spaces").joinpath("catalog")
+    return _Entries(folder.joinpath(filename).read_text(encoding="utf-8"), filename)
 
 
 def _gpu_spec(name: str, entry: Mapping[str, Any]) -> GPUSpec:

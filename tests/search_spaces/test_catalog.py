@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from cost import GPUSpec, ModelSpec, MoEModelSpec, parameter_count
-from search_spaces import gpu_catalog, gpu_info, model_catalog, model_info
+from search_spaces import SpecError, gpu_catalog, gpu_info, model_catalog, model_info
 from search_spaces.networks import network_catalog
 
 REQUIRED_GPUS = ("v100-16gb", "v100-32gb", "a100-40gb", "a100-80gb", "h100-80gb", "h200",
@@ -107,3 +107,46 @@ def test_every_catalog_entry_converts() -> None:
 def test_no_network_has_a_models_name() -> None:
     """A model's name is looked up among the models before the networks (resolve_model)."""
     assert not set(model_catalog()) & set(network_catalog())
+
+
+@pytest.mark.parametrize("filename", ["gpus.yaml", "models.yaml"])
+def test_each_entry_parsed_alone_is_the_files_entry(filename: str) -> None:
+    """The catalog parses only the entries a spec looks up (catalog._Entries): cut at the
+    lines that start a top-level key, every shipped entry is what parsing the whole file
+    gives, with the same names in the same order, and no shipped file needs the whole parse."""
+    from search_spaces import catalog
+    from search_spaces.yaml_io import FastStrictLoader
+
+    text = resources.files("search_spaces").joinpath("catalog", filename).read_text("utf-8")
+    whole = yaml.load(text, Loader=FastStrictLoader)
+    lazy = catalog._Entries(text, filename)
+    assert list(lazy) == list(whole) and len(lazy) == len(whole)
+    assert all(lazy[name] == whole[name] for name in reversed(list(whole)))
+    assert lazy._whole is None
+
+
+@pytest.mark.parametrize("text", [
+    "# header\n'quoted': {a: 1}\nplain: {a: 2}\n",          # a key the lines do not show
+    "first: {a: 1}\n---\nsecond: {a: 2}\n",                  # a second document
+    "{first: {a: 1}, second: {a: 2}}\n",                     # flow style
+    "first:\n  a: 1\nfirst:\n  a: 2\n",                      # a key given twice
+    "- a\n- b\n",                                            # not a mapping
+])
+def test_a_file_the_lines_cannot_cut_reads_as_a_whole(text: str) -> None:
+    """What parsing the whole file gives, value or error, whichever entry is asked for."""
+    from search_spaces import catalog
+    from search_spaces.yaml_io import FastStrictLoader
+
+    try:
+        whole = yaml.load(text, Loader=FastStrictLoader)
+    except yaml.YAMLError as err:
+        with pytest.raises(type(err)):
+            lazy = catalog._Entries(text, "x.yaml")
+            [lazy[name] for name in lazy]
+        return
+    if not isinstance(whole, dict):
+        with pytest.raises(SpecError, match="must be a mapping"):
+            catalog._Entries(text, "x.yaml")
+        return
+    lazy = catalog._Entries(text, "x.yaml")
+    assert {name: lazy[name] for name in lazy} == whole
