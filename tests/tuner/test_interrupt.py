@@ -1,7 +1,8 @@
 """Ctrl-C and SIGTERM on a real `tuner search` process: it stops inside a trial's evaluation,
 puts that trial back in the queue (not FAIL), prints one line (completed trials, how to go on)
 and exits with 130, without a traceback; `tuner resume` then runs the requeued trial. An
-exhaustive sweep stopped the same way stores nothing."""
+exhaustive sweep stopped the same way stores nothing. The interrupted process closes its
+database connections on the way out (no -wal or -shm file left)."""
 
 from __future__ import annotations
 
@@ -131,3 +132,48 @@ def test_a_stopped_exhaustive_sweep_stores_nothing(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert "nothing was stored" in done.stderr
     assert _states(url, "sweep-stop") == []
+
+
+@pytest.mark.parametrize("command", ["search", "resume"])
+def test_an_interrupted_command_closes_its_database(tmp_path: Path, command: str) -> None:
+    """SQLite removes its -wal and -shm files when the last connection closes; a command
+    stopped by Ctrl-C closes its connections itself, as a finished one does (the collector
+    is paused from the start, tuner.collector, so nothing else would). Ready is watched on
+    the files, not through a connection of this test's, which would be the last one."""
+    spec = tmp_path / "closing.yaml"
+    spec.write_text(yaml.safe_dump(heavy("closing", trials=300)), encoding="utf-8")
+    db = tmp_path / "c.db"
+    url = f"sqlite:///{db}"
+    if command == "resume":
+        made = subprocess.Popen([sys.executable, "-m", "tuner", "search", str(spec),
+                                 "--storage", url], cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        _interrupt_when_writing(made, db)
+        argv = ["resume", "closing"]
+    else:
+        argv = ["search", str(spec)]
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", *argv, "--storage", url], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    done = _interrupt_when_writing(proc, db)
+    assert done.returncode == 130 and "Traceback" not in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.glob("c.db*")) == ["c.db"]
+
+
+def _interrupt_when_writing(proc: subprocess.Popen[str], db: Path
+                            ) -> subprocess.CompletedProcess[str]:
+    """SIGINT once the process has written to `db` for a second, and wait for it."""
+    wal = db.with_name(db.name + "-wal")
+    try:
+        deadline = time.monotonic() + 120
+        while not (wal.is_file() and wal.stat().st_size > 0):
+            assert proc.poll() is None, f"ended before the signal: {proc.communicate()}"
+            assert time.monotonic() < deadline, "no write within 120 s"
+            time.sleep(0.05)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

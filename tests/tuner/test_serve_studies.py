@@ -210,3 +210,17 @@ def _finish(server: Server, name: str) -> dict[str, Any]:
             return wait_for(client, name)
     finally:
         server.stop()
+
+
+def test_a_stopped_server_closes_its_database(tmp_path: Path) -> None:
+    """SIGTERM: uvicorn ends the process by the signal once it has shut down, without
+    Python's exit; the app's shutdown has closed the server's connections by then, and its
+    workers close theirs, so SQLite checkpoints its write-ahead log and removes the -wal and
+    -shm files. (Watched over HTTP only: a connection of this test's would be the last.)"""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    server = start(tmp_path, url, "--workers", "1")
+    with server.client() as client:
+        _post(client, _spec("closing", trials=8))
+        wait_for(client, "closing")
+    assert server.stop() in (0, -signal.SIGTERM)
+    assert sorted(p.name for p in tmp_path.glob("c.db*")) == ["c.db"]

@@ -130,9 +130,11 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
                            timeout=timeout, sweep_inner=sweep_inner)
         return _run(spec, text, storage, heartbeat, options, opened)
 
-    study = run_stoppable(work)
-    _report(study, time.perf_counter() - started, as_json, top)
-    leave(opened)
+    try:
+        study = run_stoppable(work)
+        _report(study, time.perf_counter() - started, as_json, top)
+    finally:  # interrupted or failed too: the connections closed, the WAL checkpointed
+        leave(opened)
 
 
 def _run(spec: StudySpec, text: str, storage: str | None, heartbeat: int,
@@ -182,7 +184,10 @@ def resume(name: str, timeout: float | None, top: int, storage: str | None, hear
     started = time.perf_counter()
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
                          create=False)
-    study = load_study(store, name)
-    run_stoppable(lambda stop: continue_study(study, _options(as_json, stop, timeout=timeout)))
-    _report(study, time.perf_counter() - started, as_json, top)
-    leave([store])
+    try:
+        study = load_study(store, name)
+        run_stoppable(lambda stop: continue_study(study, _options(as_json, stop,
+                                                                  timeout=timeout)))
+        _report(study, time.perf_counter() - started, as_json, top)
+    finally:
+        leave([store])

@@ -9,6 +9,7 @@ import click
 from studies import open_storage, redact_url, storage_url
 
 from ..errors import TunerError
+from .leaving import leave
 from .options import heartbeat_option, storage_option
 
 __all__ = ["INSTALL_HINT", "serve"]
@@ -57,4 +58,7 @@ def serve(host: str, port: int, storage: str | None, workers: int, token: str | 
     click.echo(f"tuner serve: {address(sock)} (storage {redact_url(url)}; {guard}; "
                f"{workers} workers per study); docs at /docs; Ctrl-C stops", err=True)
     secrets = [s for s in (token, storage_password(url)) if s]
-    run(create_app(config, store), sock, secrets=secrets)
+    try:
+        run(create_app(config, store), sock, secrets=secrets)
+    finally:  # the connections closed, the WAL checkpointed
+        leave([store])

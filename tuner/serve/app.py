@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 
 from cost import CostModelError
 from search_spaces import SpecError, StudySpec
-from studies import StudyError
+from studies import StudyError, close_storage
 
 from ..errors import TunerError, one_line
 from .auth import bearer_guard
@@ -66,6 +66,10 @@ def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> Fas
             yield
         finally:
             await run_in_threadpool(runner.stop)
+            # uvicorn re-raises SIGTERM once shut down, which ends the process without
+            # Python's exit: the connections are closed here, so that SQLite checkpoints its
+            # write-ahead log (the pool opens new ones if the storage is used again)
+            close_storage(storage)
 
     app = FastAPI(title="cluster-tuner", version=_version(), description=DESCRIPTION,
                   lifespan=lifespan)
