@@ -127,3 +127,38 @@ def test_python_m_tuner_works_where_a_studies_folder_would_shadow_the_package(
                           capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0, done.stderr
     assert "a100-80gb" in json.loads(done.stdout)["gpus"]
+
+
+def test_a_database_that_fails_in_use_is_one_line(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A storage whose file is damaged past its opening (SQLite's 'database disk image is
+    malformed' while the trials are read) is one line by what the database said, exit 2,
+    where it was a traceback under Optuna's guess ('invalid data in the commit')."""
+    import sqlite3
+
+    import optuna
+
+    import studies.listing
+
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    made = CliRunner().invoke(main, ["search", str(write(tmp_path, tiny("damaged"))),
+                                     "--storage", url, "--json"])
+    assert made.exit_code == 0, made.stderr
+
+    def damaged(*args: object, **kwargs: object) -> None:
+        try:
+            raise sqlite3.DatabaseError("database disk image is malformed")
+        except sqlite3.DatabaseError as err:
+            raise optuna.exceptions.StorageInternalError(
+                "An exception is raised during the commit. This typically happens due to "
+                "invalid data in the commit, e.g. exceeding max length.") from err
+
+    monkeypatch.setattr(studies.listing, "load_study", damaged)
+    result = CliRunner().invoke(main, ["studies", "--storage", url])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: the storage's database failed: database disk image is malformed "
+        "(DatabaseError); a damaged file cannot be read: restore it from a copy, or give "
+        "another --storage (`tuner --debug ...` shows the traceback)"]
+    debug = CliRunner().invoke(main, ["--debug", "studies", "--storage", url])
+    assert isinstance(debug.exception, optuna.exceptions.StorageInternalError)

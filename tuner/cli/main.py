@@ -51,11 +51,14 @@ _ERROR_TYPES = (("search_spaces.errors", "SpecError"), ("cost.errors", "CostMode
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     """The library's user-error types among the modules imported so far (an error type of a
-    package that was never imported cannot have been raised)."""
+    package that was never imported cannot have been raised), and a storage whose database
+    fails while in use (a damaged file: optuna's StorageInternalError)."""
     found: list[type[BaseException]] = [TunerError, OSError]
     for module, name in _ERROR_TYPES:
         if module in sys.modules:
             found.append(getattr(sys.modules[module], name))
+    if "optuna" in sys.modules:
+        found.append(sys.modules["optuna"].exceptions.StorageInternalError)
     return tuple(found)
 
 
@@ -64,7 +67,23 @@ def _lines(err: BaseException) -> list[str]:
     errors = sys.modules.get("search_spaces.errors")
     if errors is not None and isinstance(err, errors.SpecErrors):
         return [_one_line(e) for e in err.errors]
+    optuna = sys.modules.get("optuna")
+    if optuna is not None and isinstance(err, optuna.exceptions.StorageInternalError):
+        return [_database_line(err)]
     return [_one_line(err)]
+
+
+def _database_line(err: BaseException) -> str:
+    """A storage's database failing in use, by what the database itself said (Optuna's own
+    message guesses at invalid data): 'the storage's database failed: database disk image is
+    malformed (DatabaseError) ...'."""
+    root = err
+    while root.__cause__ is not None:
+        root = root.__cause__
+    said = _one_line(root) if root is not err else "no reason given"
+    return (f"the storage's database failed: {said} ({type(root).__name__}); a damaged "
+            "file cannot be read: restore it from a copy, or give another --storage "
+            "(`tuner --debug ...` shows the traceback)")
 
 
 class _Group(click.Group):
