@@ -2,9 +2,10 @@
 
 Loaded once, with `importlib.resources` so they work from an installed wheel, and returned as
 read-only mappings: the only cached data in the package (shared/STYLE.md, sec. 12). Each
-entry is converted to its cost type when first looked up: a spec that names one GPU and one
-model converts those two, not the whole catalog (nor imports cost.moe for the mixtures of
-experts it does not use); tests/search_spaces/test_catalog.py converts every entry.
+entry is parsed from its file (_Entries) and converted to its cost type when first looked up:
+a spec that names one GPU and one model parses and converts those two, not the whole catalog
+(nor imports cost.moe for the mixtures of experts it does not use);
+tests/search_spaces/test_catalog.py converts every entry.
 """
 
 from __future__ import annotations

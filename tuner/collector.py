@@ -13,10 +13,12 @@ documentation advises for a process's long-lived start-up objects) and collectin
 command that is done soon after its start (`tuner evaluate`, an exhaustive `tuner search`,
 `tuner best`...) never resumes it; objects without a reference cycle are freed as always.
 
-Measured on this project's 2-core machine: the first `tuner evaluate` of a spec 0.344 -> 0.317 s
-(benchmarks/startup.py), `tuner search --sampler exhaustive` over 1.9 million plans 1.07 ->
-0.97 s (benchmarks/sweep.py). Nothing is paused where the package is imported as a library
-(the tests' CliRunner, a notebook): only the entry points pause.
+Measured on this project's 2-core machine, paired new processes at load 0.5-0.7: the first
+`tuner evaluate` of a spec 0.321 -> 0.314 s (15 each), `tuner search --sampler exhaustive`
+over 1.9 million plans 1.016 -> 0.972 s (8 each). Nothing is paused where the package is
+imported as a library (the tests' CliRunner, a notebook): only the entry points pause. What
+is frozen is never collected, at exit either, so a command closes its storages itself on
+every way out (tuner.cli.leaving.leave), or SQLite would leave its -wal and -shm files.
 """
 
 from __future__ import annotations
