@@ -123,6 +123,9 @@ def _range_bounds_checker(inner: Any) -> Any:
                 from pydantic import TypeAdapter  # pydantic.type_adapter, for a range only
 
                 adapters.append(TypeAdapter(inner))
+                # IntRange's own serializer, which dumping the section calls: pydantic before
+                # 2.10 leaves a deferred model's a placeholder that a dump cannot call
+                IntRange.model_rebuild()
             adapters[0].validate_python(value.min)
             adapters[0].validate_python(value.max)
         return value

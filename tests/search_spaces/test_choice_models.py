@@ -53,3 +53,17 @@ def test_a_list_is_its_fields_choice_model() -> None:
 def test_a_bad_list_is_reported_under_its_field(tp: Any, message: str) -> None:
     with pytest.raises(SpecError, match=re.escape(message)):
         parse_spec(_fixed(tp=tp), file="f.yaml")
+
+
+def test_a_spec_with_lists_and_ranges_dumps_in_a_new_process() -> None:
+    """A study's identity is its spec's dump (studies.identity): a list and a range in a new
+    process, where IntRange and each Choice[...] are built on first use (pydantic before 2.10
+    left a deferred model's serializer a placeholder the section's dump could not call)."""
+    probe = ("from search_spaces import parse_spec\nimport yaml\n"
+             f"data = yaml.safe_load(open({str(EXAMPLES / 'gpt3-175b-a100-fixed.yaml')!r}))\n"
+             "data['plan'].update(tp=[4, 8], pp={'min': 1, 'max': 16, 'powers_of_two': True})\n"
+             "dumped = parse_spec(data).model_dump(mode='json')\n"
+             "print(dumped['plan']['tp'], dumped['plan']['pp'])")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    assert "[4, 8]" in done.stdout and "'max': 16" in done.stdout
