@@ -15,7 +15,9 @@ __all__ = ["BestPlans", "ErrorBody", "PlanResultJSON", "StudyCreated", "StudySta
            "StudyStatus", "StudySummary", "TrialPlanJSON"]
 
 StudyState = Literal["running", "done", "stopped", "timed_out"]
-_OPEN = ConfigDict(extra="allow")
+_OPEN = ConfigDict(extra="allow", protected_namespaces=())
+"""Open to fields beyond those listed; `model_*` field names (shared/SPEC.md's
+model_flops_per_gpu) are the result's own, not pydantic's (which warned of them before 2.10)."""
 
 
 class ErrorBody(BaseModel):
