@@ -158,7 +158,7 @@ def test_a_database_that_fails_in_use_is_one_line(tmp_path: Path,
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "error: the storage's database failed: database disk image is malformed "
-        "(DatabaseError); a damaged file cannot be read: restore it from a copy, or give "
-        "another --storage (`tuner --debug ...` shows the traceback)"]
+        "(DatabaseError); check the database (a damaged SQLite file: restore it from a "
+        "copy) or give another --storage (`tuner --debug ...` shows the traceback)"]
     debug = CliRunner().invoke(main, ["--debug", "studies", "--storage", url])
     assert isinstance(debug.exception, optuna.exceptions.StorageInternalError)

@@ -81,9 +81,9 @@ def _database_line(err: BaseException) -> str:
     while root.__cause__ is not None:
         root = root.__cause__
     said = _one_line(root) if root is not err else "no reason given"
-    return (f"the storage's database failed: {said} ({type(root).__name__}); a damaged "
-            "file cannot be read: restore it from a copy, or give another --storage "
-            "(`tuner --debug ...` shows the traceback)")
+    return (f"the storage's database failed: {said} ({type(root).__name__}); check the "
+            "database (a damaged SQLite file: restore it from a copy) or give another "
+            "--storage (`tuner --debug ...` shows the traceback)")
 
 
 class _Group(click.Group):
