@@ -14,6 +14,7 @@ from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from cost import PlanRecord, PlanResult
+from search_spaces.misses import miss_key
 
 from .errors import StudyError
 from .metadata import load_study, target_trials
@@ -131,15 +132,16 @@ def best_results(study: optuna.Study, *, top: int = 1) -> list[TrialResult]:
 
 
 def nearest_result(study: optuna.Study) -> TrialResult | None:
-    """The infeasible plan nearest to feasible: the finished trial whose largest constraint
-    value (the fraction by which it exceeds a limit) is least, earlier trials winning ties;
-    None where no finished trial holds a result with constraint values. What `tuner search`
-    names when no plan is feasible."""
+    """The infeasible plan nearest to feasible (search_spaces.misses: one that fits in memory
+    before one that does not, then the least excess), earlier trials winning ties; None where
+    no finished trial holds a result with constraint values. What `tuner search` names when no
+    plan is feasible."""
     missed = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
               if t.constraints and not is_feasible(t) and RESULT_ATTR in t.user_attrs]
     if not missed:
         return None
-    return _with_trial(min(missed, key=lambda t: (max(t.constraints.values()), t.number)))
+    return _with_trial(min(missed, key=lambda t: (*map(float, miss_key(t.constraints)),
+                                                  t.number)))
 
 
 def best_payload(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:

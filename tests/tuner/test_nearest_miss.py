@@ -58,6 +58,51 @@ def test_the_sweep_keeps_the_plan_nearest_to_fitting() -> None:
     assert np.isclose(candidate.constraints["hbm"], _least_memory_ratio() - 1.0)
 
 
+OVER_BUDGET = {**TOO_BIG, "name": "over-budget",
+               "cluster": {"gpu": "a100-80gb", "nodes": [1, 16], "gpus_per_node": 8},
+               "plan": {**TOO_BIG["plan"], "pp": [1, 2, 4, 8], "zero": [0, 1]},
+               "constraints": {"max_cost": 1.0}}
+"""The same model where sixteen nodes hold it, under a budget of one dollar."""
+
+
+def test_a_budget_no_plan_meets_is_named_by_the_cheapest_plan_that_fits() -> None:
+    """The nearest miss of an impossible budget fits in memory (one node's plans are cheaper
+    but cannot run): by brute force, the least cost of the plans that fit."""
+    s = space(OVER_BUDGET)
+    summary = sweep(s)
+    assert summary.feasible == 0 and len(summary.best) == 1
+    candidate, _ = summary.best[0]
+    assert candidate.constraints["hbm"] <= 0 < candidate.constraints["max_cost"]
+    costs, cheaper_unfit = [], 0
+    for nodes in (1, 16):
+        cluster = s.cluster({"nodes": nodes})
+        for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
+            values = dict(zip(PLAN_FIELDS, combo, strict=True))
+            plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0])
+                                for k, x in values.items()})
+            if cost.plan_violations(s.model, cluster, s.training, plan):
+                continue
+            report = cost.evaluate(s.model, cluster, s.training, plan)
+            usd = float(np.ravel(report.price.cost_to_train_usd)[0])
+            fits = float(np.ravel(report.memory.total_bytes / report.hbm_usable_bytes)[0]) <= 1
+            costs += [usd] if fits else []
+            cheaper_unfit += int(not fits and usd < min(costs, default=np.inf))
+    assert np.isclose(candidate.constraints["max_cost"], min(costs) / 1.0 - 1.0)
+    assert cheaper_unfit > 0  # the rule chose: a plan that cannot run was cheaper
+
+
+def test_the_nearest_miss_says_what_it_costs_against_the_limit(tmp_path: Path) -> None:
+    """'cost to train is $X, Nx constraints.max_cost = 1': the value itself, and the factor
+    over a limit it exceeds twice or more (a percentage below that)."""
+    done = CliRunner().invoke(main, ["search", str(write(tmp_path, OVER_BUDGET)), "--storage",
+                                     f"sqlite:///{tmp_path / 'b.db'}", "--json"])
+    assert done.exit_code == 0, done.output
+    nearest = json.loads(done.stdout)["nearest"]
+    usd = nearest["cost_to_train_usd"]
+    assert nearest["violations"] == [
+        f"cost to train is ${usd:,.0f}, {usd:,.0f}x constraints.max_cost = 1"]
+
+
 def test_search_names_the_nearest_miss_and_what_it_lacks(tmp_path: Path) -> None:
     spec = str(write(tmp_path, TOO_BIG))
     storage = f"sqlite:///{tmp_path / 'studies.db'}"

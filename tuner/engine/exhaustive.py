@@ -6,7 +6,8 @@ layouts times every combination of the knobs no rule ties to the layout
 distinct combination of the knobs it reads. Records the best plans (the TOP best, or the
 Pareto front of two objectives) as trials of the study, not a trial per plan, with the counts
 of plans evaluated and feasible as study attributes. Where no plan is feasible, the sweep
-keeps the nearest miss instead (the valid plan whose largest constraint value is least), so
+keeps the nearest miss instead (search_spaces.misses: the valid plan that fits in memory and
+exceeds the spec's limits least, else the one nearest to fitting), so
 that the user sees what the closest layout lacks.
 """
 
@@ -23,6 +24,7 @@ from cost import PlanRecord, evaluate_grid
 from cost.codec import encode
 from search_spaces import Space
 from search_spaces.grid import ClusterGrid
+from search_spaces.misses import miss_key, nearest_index
 
 from .evaluation import Candidate, label
 from .interrupt import Stop
@@ -118,21 +120,24 @@ def _items(part: ClusterGrid, report: Any, scores: Scores, objectives: np.ndarra
 
 
 class _Nearest:
-    """The valid plan with the least violation (its largest constraint value, all > 0) seen
-    so far; earlier plans win ties."""
+    """The valid plan nearest to feasible seen so far (search_spaces.misses: one that fits in
+    memory before one that does not, then the least excess); earlier plans win ties."""
 
     def __init__(self) -> None:
-        self.violation = np.inf
+        self.key = (np.inf, np.inf)
         self.item: Any = None
 
     def consider(self, part: ClusterGrid, report: Any, scores: Scores,
                  objectives: np.ndarray) -> None:
-        """Keep the grid's least-violating valid plan if it misses by less."""
-        valid = np.broadcast_to(report.valid, part.grid.shape).ravel()
-        violation = np.where(valid, scores.violation.ravel(), np.inf)
-        i = int(np.argmin(violation))
-        if violation[i] < self.violation:
-            self.violation = float(violation[i])
+        """Keep the grid's nearest valid plan if it misses by less."""
+        valid = np.broadcast_to(report.valid, part.grid.shape)
+        flat = {k: np.ravel(v) for k, v in scores.constraints.items()}
+        i = nearest_index(flat, np.ravel(valid))
+        if not valid.ravel()[i]:
+            return
+        key = tuple(float(np.ravel(k)[i]) for k in miss_key(flat))
+        if key < self.key:
+            self.key = (key[0], key[1])
             self.item = _items(part, report, scores, objectives, np.array([i]))[0]
 
 

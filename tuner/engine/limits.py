@@ -18,6 +18,17 @@ __all__ = ["fixed_result", "limit_messages", "with_spec_limits"]
 _GIB = 2.0**30
 _LIMITS = {"max_cost": "cost to train", "max_days": "days to train", "max_gpus": "GPUs",
            "max_hourly_cost": "cost per hour"}
+_FORMATS = {"max_cost": "${:,.0f}", "max_days": "{:,.1f}", "max_gpus": "{:,.0f}",
+            "max_hourly_cost": "${:,.2f}"}
+"""How each limited quantity is written (USD, days, GPUs, USD per hour)."""
+
+
+def _over(name: str, what: str, limit: float, excess: float) -> str:
+    """'cost to train is $4,854,040, 4,855x constraints.max_cost = 1000' (a factor from
+    twice the limit on, a percentage below)."""
+    value = _FORMATS[name].format(limit * (1.0 + excess))
+    by = f"{1.0 + excess:,.0f}x" if excess >= 1.0 else f"{100 * excess:.0f}% over"
+    return f"{what} is {value}, {by} constraints.{name} = {limit:g}"
 
 
 def _headroom_message(limits: Constraints, result: PlanResult) -> str:
@@ -36,8 +47,7 @@ def limit_messages(limits: Constraints, values: Mapping[str, float],
     for name, what in _LIMITS.items():
         excess = values.get(name, 0.0)
         if excess > 0:
-            limit = getattr(limits, name)
-            messages.append(f"{what} is {100 * excess:.0f}% over constraints.{name} = {limit:g}")
+            messages.append(_over(name, what, getattr(limits, name), excess))
     if values.get("memory_headroom", 0.0) > 0 and \
             values.get("hbm", 0.0) <= 0:  # over HBM: capacity_violations says so already
         messages.append(_headroom_message(limits, result))

@@ -9,6 +9,7 @@ from numpy.typing import NDArray
 
 from cost import CostReport
 from search_spaces import Constraints, required_free_bytes
+from search_spaces.misses import nearest_index
 
 __all__ = ["DIRECTIONS", "Scores", "best_index", "score"]
 
@@ -83,10 +84,10 @@ def headroom_excess(report: CostReport, headroom: str | float) -> NDArray[np.flo
 
 def best_index(scores: Scores, directions: list[str]) -> int:
     """The best feasible plan by the first objective (ties by the second); with none
-    feasible, the plan that misses its limits by the least."""
+    feasible, the nearest miss (search_spaces.misses)."""
     feasible = scores.feasible
     if not np.any(feasible):
-        return int(np.argmin(scores.violation))
+        return nearest_index(scores.constraints)
     keys = []
     for column, direction in zip(scores.objectives.T, directions, strict=True):
         keys.append(-column if direction == "maximize" else column)
