@@ -3,12 +3,16 @@ custom model, and writing either to a YAML file under tmp_path."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from search_spaces import Space, StudySpec, parse_spec
+import cost
+import cost.codec
+from search_spaces import PLAN_FIELDS, Space, StudySpec, parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "search_spaces" / "examples"
 GPT3_1024 = EXAMPLES / "gpt3-175b-1024-a100.yaml"
@@ -58,3 +62,14 @@ def write(tmp_path: Path, data: dict[str, Any]) -> Path:
     path = tmp_path / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+def each_valid_plan(s: Space, cluster: Any) -> Iterator[tuple[dict[str, Any], cost.CostReport]]:
+    """By brute force, every structurally valid combination of the space's plan knobs on
+    `cluster` (a cost.ClusterSpec), with its own scalar cost.evaluate: the reference the
+    vectorised sweep is checked against."""
+    for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
+        values = dict(zip(PLAN_FIELDS, combo, strict=True))
+        plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in values.items()})
+        if not cost.plan_violations(s.model, cluster, s.training, plan):
+            yield values, cost.evaluate(s.model, cluster, s.training, plan)

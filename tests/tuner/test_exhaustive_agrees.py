@@ -13,12 +13,12 @@ import pytest
 
 import cost
 import cost.codec
-from search_spaces import CLUSTER_KNOBS, PLAN_FIELDS, Space
+from search_spaces import CLUSTER_KNOBS, Space
 from studies import best_results
 from tuner.engine.exhaustive import pareto_mask, sweep
 from tuner.engine.search import SearchOptions, run_search
 
-from .specs import gpt3_narrow, space, spec, tiny
+from .specs import each_valid_plan, gpt3_narrow, space, spec, tiny
 
 SMALL_GPT3 = gpt3_narrow(name="small-gpt3", virtual_stages=[1, 2], micro_batch=[1, 2, 4],
                          recompute=["none", "selective", "full"], zero=[0, 1])
@@ -39,12 +39,7 @@ def every_plan(space: Space) -> list[tuple[dict[str, Any], cost.CostReport]]:
                                                   for k in CLUSTER_KNOBS))]
     out = []
     for cluster in clusters:
-        for combo in itertools.product(*(space.choices[k] for k in PLAN_FIELDS)):
-            v = dict(zip(PLAN_FIELDS, combo, strict=True))
-            plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in v.items()})
-            if cost.plan_violations(space.model, cluster, space.training, plan):
-                continue
-            report = cost.evaluate(space.model, cluster, space.training, plan)
+        for v, report in each_valid_plan(space, cluster):
             if bool(report.fits):
                 out.append(({**v, "gpus": int(cluster.gpus), "gpu": cluster.gpu.name}, report))
     return out

@@ -4,7 +4,6 @@ that none is feasible rather than optimal, and `--json` carries it as `nearest`.
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
@@ -12,13 +11,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import cost
-import cost.codec
-from search_spaces import PLAN_FIELDS
 from tuner.cli import main
 from tuner.engine.exhaustive import sweep
 
-from .specs import space, write
+from .specs import each_valid_plan, space, write
 
 TOO_BIG = {
     "name": "too-big",
@@ -37,15 +33,8 @@ def _least_memory_ratio() -> float:
     usable HBM of the space, the memory constraint of the plan nearest to fitting."""
     s = space(TOO_BIG)
     cluster = s.cluster({})
-    ratios = []
-    for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
-        values = dict(zip(PLAN_FIELDS, combo, strict=True))
-        plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in values.items()})
-        if cost.plan_violations(s.model, cluster, s.training, plan):
-            continue
-        report = cost.evaluate(s.model, cluster, s.training, plan)
-        ratios.append(float(np.ravel(report.memory.total_bytes / report.hbm_usable_bytes)[0]))
-    return min(ratios)
+    return min(float(np.ravel(report.memory.total_bytes / report.hbm_usable_bytes)[0])
+               for _, report in each_valid_plan(s, cluster))
 
 
 def test_the_sweep_keeps_the_plan_nearest_to_fitting() -> None:
@@ -75,14 +64,7 @@ def test_a_budget_no_plan_meets_is_named_by_the_cheapest_plan_that_fits() -> Non
     assert candidate.constraints["hbm"] <= 0 < candidate.constraints["max_cost"]
     costs, cheaper_unfit = [], 0
     for nodes in (1, 16):
-        cluster = s.cluster({"nodes": nodes})
-        for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
-            values = dict(zip(PLAN_FIELDS, combo, strict=True))
-            plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0])
-                                for k, x in values.items()})
-            if cost.plan_violations(s.model, cluster, s.training, plan):
-                continue
-            report = cost.evaluate(s.model, cluster, s.training, plan)
+        for _, report in each_valid_plan(s, s.cluster({"nodes": nodes})):
             usd = float(np.ravel(report.price.cost_to_train_usd)[0])
             fits = float(np.ravel(report.memory.total_bytes / report.hbm_usable_bytes)[0]) <= 1
             costs += [usd] if fits else []

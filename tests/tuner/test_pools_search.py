@@ -12,14 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cost
-import cost.codec
-from search_spaces import PLAN_FIELDS, Space, load_spec
+from search_spaces import Space, load_spec
 from studies import best_results
 from tuner.engine.exhaustive import sweep
 from tuner.engine.search import SearchOptions, run_search
 
-from .specs import EXAMPLES, space, spec
+from .specs import EXAMPLES, each_valid_plan, space, spec
 
 MODEL = {"name": "mini", "layers": 8, "hidden": 1024, "heads": 16, "vocab": 8000,
          "seq_len": 512}
@@ -72,13 +70,7 @@ def every_plan(data: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
     clusters = [dict(zip(s.cluster_knobs, combo, strict=True)) for combo in
                 itertools.product(*(s.choices[f"cluster.{k}"] for k in s.cluster_knobs))]
     for values in clusters:
-        cluster = s.cluster(values)
-        for combo in itertools.product(*(s.choices[k] for k in PLAN_FIELDS)):
-            v = dict(zip(PLAN_FIELDS, combo, strict=True))
-            plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in v.items()})
-            if cost.plan_violations(s.model, cluster, s.training, plan):
-                continue
-            report = cost.evaluate(s.model, cluster, s.training, plan)
+        for v, report in each_valid_plan(s, s.cluster(values)):
             if bool(report.fits):
                 out.append(({**v, **values}, float(report.tokens_per_s)))
     return out
