@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MEMORY_CONSTRAINTS", "miss_key", "nearest_index"]
+__all__ = ["MEMORY_CONSTRAINTS", "miss_key", "nearest", "nearest_index"]
 
 MEMORY_CONSTRAINTS = ("hbm", "expansion")
 """Constraints a plan must meet to run at all; the others are the user's limits."""
@@ -41,10 +41,19 @@ def miss_key(constraints: Mapping[str, Any]) -> tuple[NDArray[np.float64], NDArr
     return np.asarray(over, dtype=np.float64), np.asarray(rest, dtype=np.float64)
 
 
-def nearest_index(constraints: Mapping[str, Any], eligible: Any = True) -> int:
+def nearest(constraints: Mapping[str, Any], eligible: Any = True
+            ) -> tuple[int, tuple[float, float]]:
     """The index (into the flattened arrays) of the nearest miss among the `eligible` plans
-    (the structurally valid ones), earlier plans winning ties."""
+    (the structurally valid ones), earlier plans winning ties, and its miss_key ((inf, inf)
+    where none is eligible)."""
     over, rest = miss_key(constraints)
     shape = np.broadcast_shapes(np.shape(over), np.shape(rest), np.shape(eligible))
     over = np.where(np.broadcast_to(eligible, shape), np.broadcast_to(over, shape), np.inf)
-    return int(np.lexsort((np.broadcast_to(rest, shape).ravel(), over.ravel()))[0])
+    rest = np.where(np.isinf(over), np.inf, np.broadcast_to(rest, shape)).ravel()
+    i = int(np.lexsort((rest, over.ravel()))[0])
+    return i, (float(over.ravel()[i]), float(rest[i]))
+
+
+def nearest_index(constraints: Mapping[str, Any], eligible: Any = True) -> int:
+    """nearest's index alone."""
+    return nearest(constraints, eligible)[0]

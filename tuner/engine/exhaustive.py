@@ -24,7 +24,7 @@ from cost import PlanRecord, evaluate_grid
 from cost.codec import encode
 from search_spaces import Space
 from search_spaces.grid import ClusterGrid
-from search_spaces.misses import miss_key, nearest_index
+from search_spaces.misses import nearest
 
 from .evaluation import Candidate, label
 from .interrupt import Stop
@@ -124,20 +124,16 @@ class _Nearest:
     memory before one that does not, then the least excess); earlier plans win ties."""
 
     def __init__(self) -> None:
-        self.key = (np.inf, np.inf)
+        self.key: tuple[float, float] = (np.inf, np.inf)
         self.item: Any = None
 
     def consider(self, part: ClusterGrid, report: Any, scores: Scores,
                  objectives: np.ndarray) -> None:
         """Keep the grid's nearest valid plan if it misses by less."""
-        valid = np.broadcast_to(report.valid, part.grid.shape)
-        flat = {k: np.ravel(v) for k, v in scores.constraints.items()}
-        i = nearest_index(flat, np.ravel(valid))
-        if not valid.ravel()[i]:
-            return
-        key = tuple(float(np.ravel(k)[i]) for k in miss_key(flat))
-        if key < self.key:
-            self.key = (key[0], key[1])
+        valid = np.broadcast_to(report.valid, part.grid.shape).ravel()
+        i, key = nearest({k: np.ravel(v) for k, v in scores.constraints.items()}, valid)
+        if valid[i] and key < self.key:
+            self.key = key
             self.item = _items(part, report, scores, objectives, np.array([i]))[0]
 
 
