@@ -75,6 +75,11 @@ class Efficiency:
     """A token crosses to each remote scale-up domain once and is fanned out to its experts
     there over NVLink (DeepEP, Megatron-Core's HybridEP; DeepSeek-V3 report sec. 3.2.2);
     False: every routed copy crosses on its own (NCCL all-to-all)."""
+    expert_epilogue: str = "megatron"
+    """How the stack runs the experts' biases and clamped activation where a model has them
+    (cost.moe_epilogue.EPILOGUES): "megatron" (Megatron-Core's TEGroupedMLP: the second
+    GEMM's bias and the clamp as eager kernels), "automodel" (NeMo Automodel: both biases
+    eager, the clamp compiled) or "fused" (Transformer Engine's operation fuser)."""
     layers_fraction: float | None = None
     """Fraction of dense peak FLOP/s the convolutions (implicit GEMMs) and dense layers of a
     layers model sustain at large shapes; None: the GPU's own (GPUSpec.layers_fraction, from

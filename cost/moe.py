@@ -55,6 +55,8 @@ class MoEModelSpec(ModelSpec):
     mtp_layers: int = 0  # multi-token-prediction modules trained beside the model (DeepSeek-V3)
     expert_groups: int = 1  # group-limited routing: the experts' groups (DeepSeek-V3's n_group)
     group_top_k: int = 1  # groups each token's experts are chosen from (topk_group)
+    expert_bias: bool = False  # both expert GEMMs add a bias (GPT-OSS: mlp1_bias, mlp2_bias)
+    expert_clamp: bool = False  # the gated activation clamps its halves (GPT-OSS: limit 7.0)
 
     kind: ClassVar[str] = "moe"
     knobs: ClassVar[frozenset[str]] = frozenset(PLAN_KNOBS)

@@ -23,6 +23,7 @@ from .efficiency import Efficiency
 from .flops import attention_gemms, mlp_gemms
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
+from .moe_epilogue import epilogue_cost
 from .moe_layout import balanced_layers, moe_stage_shape, stage_mix
 from .overlap import exposed_s
 from .precision import element_bytes, gemm_input_bytes, state_bytes
@@ -138,8 +139,8 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     work = _routed_work_s(model, cluster, training, d, eff, tokens=tokens, act_bytes=act)
     full, selective = d.recompute >= 2, d.recompute >= 1
     forward = base.forward_s + work["forward"]
-    backward = base.backward_s + 2.0 * (work["forward"] - work["quantise"]) \
-        + work["quantise_backward"] + work["wgrad_extra"]
+    backward = base.backward_s + 2.0 * (work["forward"] - work["quantise"] - work["epilogue"]) \
+        + work["quantise_backward"] + work["epilogue_backward"] + work["wgrad_extra"]
     redone = work["activation"] + _selective_extra_s(model, cluster, training, d, eff,
                                                      tokens=shape.tokens_per_micro_batch,
                                                      act_bytes=act)
@@ -206,9 +207,11 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
     its fp32 scores; permuting the tokens' top_k copies to their experts and back (read and
     write, each way); the experts' grouped GEMMs (grouped_gemm_s), experts/ep local experts
     each on its share of the routed copies, at the training format's rate (fp8: the fp8 peak
-    with its longer tiles, cost.kernels.gemm_s `rate_ratio`, and 1-byte inputs); and their
-    activation function. `activation` is that last term alone, what selective recompute
-    redoes; `quantise_backward` the fp8 casts of the backward pass (_expert_fp8_casts_s)."""
+    with its longer tiles, cost.kernels.gemm_s `rate_ratio`, and 1-byte inputs); their
+    activation function; and the eager work of expert biases and a clamped activation
+    (`epilogue`, forward; `epilogue_backward`; cost.moe_epilogue). `activation` is the
+    activation function with its eager clamp, what selective recompute redoes;
+    `quantise_backward` the fp8 casts of the backward pass (_expert_fp8_casts_s)."""
     gpu = cluster.gpu
     peak, hbm = gpu.peak_for(training.precision), gpu.hbm_bandwidth_bytes_per_s
     fraction = eff.gemm_fraction_for(gpu)
@@ -236,14 +239,21 @@ def _routed_work_s(model: MoEModelSpec, cluster: ClusterSpec, training: Training
                        eff=eff, padded=model.routes, rate_ratio=ratio)
         experts = experts + gemm()
         wgrad = wgrad + gemm(accumulate_bytes=grad_bytes)
-    activation = np.asarray(memory_bound_s(
+    epilogue = epilogue_cost(model, eff, act_bytes=act_bytes, etp=d.etp)
+    rows = routed * d.etp  # the rows the experts' GEMMs run, each expert_ffn_hidden/etp wide
+    clamp = memory_bound_s(rows * epilogue.activation_bytes, hbm_bytes_per_s=hbm, eff=eff)
+    activation = np.asarray(clamp + memory_bound_s(
         act_bytes * eff.elementwise_passes_ffn * routed * model.expert_ffn_hidden,
         hbm_bytes_per_s=hbm, eff=eff))
+    biases = memory_bound_s(rows * (epilogue.forward_bytes - epilogue.activation_bytes),
+                            hbm_bytes_per_s=hbm, eff=eff)
     quantise, quantise_backward = _expert_fp8_casts_s(model, training, d, eff, routed=routed,
                                                       hbm_bytes_per_s=hbm)
-    return {"forward": router + permute + experts + activation + quantise,
+    return {"forward": router + permute + experts + activation + biases + quantise,
             "activation": activation, "quantise": quantise,
-            "quantise_backward": quantise_backward,
+            "quantise_backward": quantise_backward, "epilogue": np.asarray(clamp + biases),
+            "epilogue_backward": np.asarray(memory_bound_s(
+                rows * epilogue.backward_bytes, hbm_bytes_per_s=hbm, eff=eff)),
             "wgrad_extra": np.asarray(wgrad - experts)}
 
 
@@ -447,14 +457,19 @@ def quantize_kernels(precision: str, eff: Efficiency, local_experts: Value) -> A
 
 def _routing_host_s(model: MoEModelSpec, d: Degrees, eff: Efficiency,
                     moe_layers: Value, *, precision: str) -> Array:
-    """Host seconds of the routing kernels, the per-expert GEMMs and the experts' fp8
-    quantisation (quantize_kernels, forward and backward) of `moe_layers` layers (none with
+    """Host seconds of the routing kernels, the per-expert GEMMs, the experts' fp8
+    quantisation (quantize_kernels) and eager bias and clamp kernels
+    (cost.moe_epilogue), forward and backward, of `moe_layers` layers (none with
     CUDA graphs, and none for a single expert, which routes nothing)."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(moe_layers))
     local = model.experts / d.ep
+    epilogue = epilogue_cost(model, eff, act_bytes=element_bytes(precision)["activation"],
+                             etp=d.etp)
     kernels = (ROUTING_FORWARD_KERNELS + ROUTING_BACKWARD_KERNELS
-               + EXPERT_GEMM_KERNELS * local + 2.0 * quantize_kernels(precision, eff, local))
+               + EXPERT_GEMM_KERNELS * local + 2.0 * quantize_kernels(precision, eff, local)
+               + epilogue.kernels(local, backward=False)
+               + epilogue.kernels(local, backward=True))
     return np.asarray(moe_layers) * kernels * eff.launch_s
 
 
@@ -468,14 +483,18 @@ def sync_wait_s(model: MoEModelSpec, d: Degrees, eff: Efficiency, *, device_s: A
     ep > 1 or several local experts; the static-shape modes, drop-and-pad and the flex
     dispatchers' worst-case budgets, remove it and are what full CUDA graphs capture). From
     one sync to the next the layer's forward then takes the longer of launching its kernels
-    (the dense layer's, ROUTING_FORWARD_KERNELS, two GEMMs per local expert and the fp8
-    quantisation of their inputs, quantize_kernels) and running them (`device_s`): the wait is
+    (the dense layer's, ROUTING_FORWARD_KERNELS, two GEMMs per local expert, the fp8
+    quantisation of their inputs, quantize_kernels, and the eager bias and clamp kernels,
+    cost.moe_epilogue) and running them (`device_s`): the wait is
     max(host - device, 0). None with CUDA graphs or one expert."""
     if eff.cuda_graphs or not model.routes:
         return np.zeros(np.shape(device_s))
     local = model.experts / d.ep
+    epilogue = epilogue_cost(model, eff, act_bytes=element_bytes(precision)["activation"],
+                             etp=d.etp)
     kernels = (forward_kernels(model, eff) + ROUTING_FORWARD_KERNELS
-               + EXPERT_GEMM_KERNELS / 3.0 * local + quantize_kernels(precision, eff, local))
+               + EXPERT_GEMM_KERNELS / 3.0 * local + quantize_kernels(precision, eff, local)
+               + epilogue.kernels(local, backward=False))
     return np.maximum(kernels * eff.launch_s - device_s, 0.0)
 
 

@@ -54,7 +54,8 @@ _INTEGER_FIELDS = ("gpus_per_node", "scale_up_domain_gpus")
 _MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "seq_len",
                "gated_mlp", "tied_embeddings", "dropout", "head_dim", "attention", "experts",
                "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
-               "moe_layer_freq", "mtp_layers", "expert_groups", "group_top_k")
+               "moe_layer_freq", "mtp_layers", "expert_groups", "group_top_k", "expert_bias",
+               "expert_clamp")
 
 
 _T = TypeVar("_T")

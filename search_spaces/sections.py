@@ -60,7 +60,7 @@ def _fields(section: Frozen, *, exclude: Collection[str] = ()) -> dict[str, Any]
 
 
 _MOE_FIELDS = ("top_k", "expert_ffn_hidden", "shared_experts", "dense_layers", "moe_layer_freq",
-               "mtp_layers", "expert_groups", "group_top_k")
+               "mtp_layers", "expert_groups", "group_top_k", "expert_bias", "expert_clamp")
 
 
 class ModelSection(Frozen):
@@ -96,6 +96,10 @@ class ModelSection(Frozen):
     group_top_k: Size = 1
     """Groups a token's experts are chosen from (DeepSeek-V3's topk_group;
     --moe-router-group-topk)."""
+    expert_bias: bool = Field(default=False, strict=True)
+    """Both expert GEMMs add a bias (GPT-OSS's mlp1_bias and mlp2_bias)."""
+    expert_clamp: bool = Field(default=False, strict=True)
+    """The experts' gated activation clamps its two halves (GPT-OSS's swiglu, limit 7.0)."""
 
     @field_validator("kind")
     @classmethod
@@ -122,7 +126,7 @@ class ModelSection(Frozen):
         none of the expert fields."""
         if self.experts is None:
             given = [k for k in _MOE_FIELDS if k in self.model_fields_set
-                     and getattr(self, k) not in (None, 0, 1)]
+                     and (getattr(self, k) is True or getattr(self, k) not in (None, 0, 1))]
             if given:
                 raise SpecError(f"{given[0]} applies to a mixture of experts only; give "
                                 "`experts` (routed experts per MoE layer) or leave it out",
@@ -335,7 +339,11 @@ class StackSection(Frozen):
     - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
       NCCL's all-to-all dispatcher;
     - expert_imbalance: the busiest expert rank's tokens over the mean (1.0: force-balanced
-      routing, as published benchmarks run)."""
+      routing, as published benchmarks run);
+    - expert_epilogue: how experts' biases and clamped activation run where the model has
+      them: megatron (Megatron-Core's grouped MLP, eager clamp and second bias), automodel
+      (NeMo Automodel: both biases eager) or fused (Transformer Engine's operation fuser),
+      cost.moe_epilogue."""
 
     flash_attention: bool | None = Field(default=None, strict=True)
     dp_overlap: Fraction | None = None
@@ -358,6 +366,7 @@ class StackSection(Frozen):
     ep_overlap: Fraction | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None
+    expert_epilogue: Literal["megatron", "automodel", "fused"] | None = None
 
     def apply(self, efficiency: Efficiency) -> Efficiency:
         """`efficiency` with the fields this stack names."""
