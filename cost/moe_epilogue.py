@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import CostModelError
+from .errors import named
 from .inputs import Array, Value
 
 if TYPE_CHECKING:
@@ -96,11 +96,7 @@ class EpilogueCost:
 
 
 def _style(eff: Efficiency) -> EpilogueStyle:
-    try:
-        return EPILOGUES[eff.expert_epilogue]
-    except KeyError:
-        raise CostModelError(f"stack.expert_epilogue {eff.expert_epilogue!r} is unknown; use "
-                             f"one of {', '.join(EPILOGUES)}") from None
+    return named(EPILOGUES, eff.expert_epilogue, field="stack.expert_epilogue")
 
 
 def epilogue_cost(model: MoEModelSpec, eff: Efficiency, *, act_bytes: float, etp: Value

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import CostModelError
+from .errors import named
 
 if TYPE_CHECKING:
     from .efficiency import Efficiency
@@ -105,16 +105,11 @@ KERNEL_STYLES = {
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
                             logits_bytes=12.0, checkpoint_early_stop=True),
 }
-KERNELS = tuple(KERNEL_STYLES)
 
 
 def kernel_style(eff: Efficiency) -> KernelStyle:
     """The Efficiency's kernel style (CostModelError naming the choices if unknown)."""
-    try:
-        return KERNEL_STYLES[eff.kernels]
-    except KeyError:
-        raise CostModelError(f"stack.kernels {eff.kernels!r} is unknown; use one of "
-                             f"{', '.join(KERNELS)}") from None
+    return named(KERNEL_STYLES, eff.kernels, field="stack.kernels")
 
 
 LOSS_KERNELS = {
@@ -138,11 +133,7 @@ loss, None for the kernel style's `logits_bytes`; HBM bytes streamed per entry).
 
 
 def _loss_kernel(eff: Efficiency) -> tuple[float | None, float]:
-    try:
-        return LOSS_KERNELS[eff.cross_entropy]
-    except KeyError:
-        raise CostModelError(f"stack.cross_entropy {eff.cross_entropy!r} is unknown; use one "
-                             f"of {', '.join(LOSS_KERNELS)}") from None
+    return named(LOSS_KERNELS, eff.cross_entropy, field="stack.cross_entropy")
 
 
 def held_logits_bytes(eff: Efficiency) -> float:

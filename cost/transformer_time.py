@@ -19,7 +19,7 @@ from .collectives import (
 )
 from .degrees import Degrees
 from .efficiency import Efficiency
-from .errors import CostModelError
+from .errors import named
 from .flops import attention_core_flops, layer_gemms, layer_parameters
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, memory_bound_s
@@ -181,11 +181,7 @@ def _fp8_casts_s(model: ModelSpec, training: TrainingSpec, d: Degrees, tokens: A
     micro-batches)."""
     if training.precision != "fp8":
         return 0.0, 0.0
-    try:
-        per_element = _FP8_CAST_BYTES[eff.fp8_recipe]
-    except KeyError:
-        raise CostModelError(f"stack.fp8_recipe {eff.fp8_recipe!r} is unknown; use one of "
-                             f"{', '.join(_FP8_CAST_BYTES)}") from None
+    per_element = named(_FP8_CAST_BYTES, eff.fp8_recipe, field="stack.fp8_recipe")
     h, f, kv = model.hidden, ffn_hidden, model.kv_hidden
     gate = 2.0 if model.gated_mlp else 1.0
     forward = (2.0 * h + (h + f) / d.tp) * tokens
