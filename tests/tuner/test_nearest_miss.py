@@ -130,3 +130,36 @@ def test_the_http_api_best_names_the_nearest_miss_too(tmp_path: Path) -> None:
                       runner=None)  # type: ignore[arg-type]  # best() starts no worker
     data = json.loads(service.best("too-big", top=1))
     assert data["best"] == [] and data["nearest"]["trial"] == 0
+
+
+def test_explain_and_plan_of_a_swept_study_without_a_feasible_plan_name_the_nearest(
+        tmp_path: Path) -> None:
+    """`tuner explain NAME` and `tuner plan NAME` of a study whose sweep found no feasible plan:
+    more trials cannot help (every plan was seen), so the message says to change the problem
+    and names the nearest miss's trial, not "run more trials"; exit 2."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    spec = str(write(tmp_path, TOO_BIG))
+    assert runner.invoke(main, ["search", spec, "--storage", storage]).exit_code == 0
+    for command in (["explain", "too-big"], ["plan", "too-big", "--as", "megatron"]):
+        done = runner.invoke(main, [*command, "--storage", storage])
+        assert done.exit_code == 2, done.output
+        line = done.output.strip()
+        assert "\n" not in line
+        assert line.startswith("error: study 'too-big' has no feasible plan: an exhaustive "
+                               "sweep saw every plan of its space"), line
+        assert "run more trials" not in line
+        assert line.endswith("the nearest miss is trial 0 (--trial 0)"), line
+
+
+def test_a_study_whose_trials_found_no_feasible_plan_yet_says_to_run_more(
+        tmp_path: Path) -> None:
+    """Without an exhaustive sweep (TPE's trials), more trials may find a feasible plan."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    spec = str(write(tmp_path, {**TOO_BIG, "search": {"sampler": "tpe", "trials": 2}}))
+    done = runner.invoke(main, ["search", spec, "--storage", storage])
+    assert done.exit_code == 0, done.output
+    line = runner.invoke(main, ["explain", "too-big", "--storage", storage]).output.strip()
+    assert "no trial so far fits memory and the constraints; run more trials (`tuner resume " \
+           "too-big`)" in line, line

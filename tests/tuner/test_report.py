@@ -146,5 +146,6 @@ def test_plots_render_in_headless_chromium(storage: str, tmp_path: Path) -> None
 
 def test_a_study_without_trials_gives_notes() -> None:
     html = build_report(optuna.create_study(study_name="empty"))
-    assert "no feasible plan yet" in html and "parameter importances need at least" in html
+    assert "no feasible plan yet" in html and "run more trials or relax" in html
+    assert "parameter importances need at least" in html
     assert _figure_ids(html) == ["fig-history"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from search_spaces import Space, StudySpec, load_spec
+from search_spaces.wording import counted
 
 from ..engine.forked import forked_sweep
 from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signals
@@ -42,16 +43,17 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
         chosen = " (auto)" if out.get("requested_sampler") == "auto" else ""
         found = out.get("feasible_plans", 0)
         verdict = f"{found:,} feasible: optimal" if found else "none feasible"
-        return (f"study {name}: exhaustive sweep{chosen}, {out['evaluated']:,} plans evaluated,"
-                f" {verdict} ({seconds:.1f} s)")
+        return (f"study {name}: exhaustive sweep{chosen}, "
+                f"{counted(out['evaluated'], 'plan')} evaluated, {verdict} ({seconds:.1f} s)")
     how = f" with {used}" if used else ""
     if used and auto:
         more = "" if auto["counted_all"] else "more than "
-        how += (f" (auto: sweeping {more}{auto['plans']:,} plans at "
+        how += (f" (auto: sweeping {more}{counted(auto['plans'], 'plan')} at "
                 f"{auto['plans_per_s']:,.0f} plans/s takes {more}{auto['estimate_s']:,.0f} s, "
                 f"over the {auto['budget_s']:g} s budget)")
-    evaluated = f", {out['evaluated']:,} plans evaluated" if out.get("evaluated") else ""
-    return f"study {name}: {out['trials']} completed trials{how}{evaluated} ({seconds:.1f} s)"
+    evaluated = f", {counted(out['evaluated'], 'plan')} evaluated" if out.get("evaluated") else ""
+    return (f"study {name}: {counted(out['trials'], 'completed trial')}{how}{evaluated} "
+            f"({seconds:.1f} s)")
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:

@@ -19,6 +19,7 @@ from optuna.study import MaxTrialsCallback
 from optuna.trial import TrialState
 
 from search_spaces import Space, SpecError, StudySpec
+from search_spaces.wording import counted
 from studies import (
     RecoveryCallback,
     best_payload,
@@ -159,11 +160,12 @@ def _set_target(study: optuna.Study, spec: StudySpec, options: SearchOptions) ->
         new = spec.search.trials
     elif done < target:
         new = target
-        options.say(f"study {name}: continuing to its target of {target} trials "
+        options.say(f"study {name}: continuing to its target of {counted(target, 'trial')} "
                     f"({done} completed); --trials N adds N more instead")
     else:
         new = done + spec.search.trials
-        options.say(f"study {name}: {done} completed trials; adding {spec.search.trials}")
+        options.say(f"study {name}: {counted(done, 'completed trial')}; adding "
+                    f"{spec.search.trials}")
     set_target_trials(study, new)
 
 
@@ -199,13 +201,13 @@ def _store(study: optuna.Study, space: Space, result: SweepSummary,
     done = swept(study)
     if done is not None:
         options.say(f"study {study.study_name}: already swept exhaustively "
-                    f"({done['evaluated']:,} plans); nothing to add")
+                    f"({counted(done['evaluated'], 'plan')}); nothing to add")
         return
     stopped = options.stop is not None and options.stop.requested is not None
     if not result.complete or stopped:
         signum = options.stop.requested if options.stop and options.stop.requested else 2
         raise Interrupted(signum, f"the exhaustive sweep of study {study.study_name} stopped "
-                                  f"after {result.evaluated:,} plans; nothing was stored; "
+                                  f"after {counted(result.evaluated, 'plan')}; nothing was stored; "
                                   f"`tuner resume {study.study_name}` sweeps it again")
     write_sweep(study, space, result)
 

@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from cost import PlanRecord, PlanResult
 from search_spaces import StudySpec, parse_spec
-from studies import best_results, result_of, stored_spec
+from studies import best_results, nearest_result, result_of, stored_spec, swept
 
 from ..errors import TunerError
 
@@ -38,9 +38,7 @@ def _trial(study: optuna.Study, number: int | None
     if number is None:
         best = best_results(study, top=1)
         if not best:
-            raise TunerError(f"study '{study.study_name}' has no feasible plan yet; run more "
-                             f"trials (`tuner resume {study.study_name}`) or name one with "
-                             "--trial N (`tuner export` lists them)")
+            raise TunerError(_no_feasible(study))
         number = best[0].trial
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     trial = trials.get(number)
@@ -50,6 +48,23 @@ def _trial(study: optuna.Study, number: int | None
         raise TunerError(f"study '{study.study_name}' trial {number} has no result ({state}); "
                          "choose a complete trial (`tuner export` lists them)")
     return trial, result
+
+
+def _no_feasible(study: optuna.Study) -> str:
+    """Why study has no best plan and which trial to name instead: after an exhaustive sweep
+    no plan of its space is feasible and more trials cannot find one (studies.swept); the
+    nearest miss is the trial to look at (studies.nearest_result)."""
+    name = study.study_name
+    if swept(study) is not None:
+        why = ("an exhaustive sweep saw every plan of its space and none fits memory and the "
+               "constraints; relax the constraints or widen the space")
+    else:
+        why = (f"no trial so far fits memory and the constraints; run more trials (`tuner "
+               f"resume {name}`) or relax the constraints")
+    nearest = nearest_result(study)
+    pick = (f"the nearest miss is trial {nearest.trial} (--trial {nearest.trial})"
+            if nearest is not None else "--trial N picks any trial (`tuner export` lists them)")
+    return f"study '{name}' has no feasible plan: {why}; {pick}"
 
 
 _POOL_KNOBS = ("placement", "batch_shares")

@@ -12,6 +12,7 @@ import plotly.offline
 from optuna.trial import TrialState
 
 from cost import PlanResult
+from search_spaces.wording import counted
 from studies import TrialResult, best_results
 
 from .report_figures import (
@@ -23,7 +24,7 @@ from .report_figures import (
     pareto_figure,
     time_figure,
 )
-from .studies import best_cells, cluster_summary, plan_summary
+from .studies import best_cells, cluster_summary, no_feasible_note, plan_summary
 from .text import pool_rows, unit_label, usd
 
 __all__ = ["build_report", "search_figures"]
@@ -108,15 +109,15 @@ def _summary(study: optuna.Study) -> str:
             f"{html.escape(str(study.user_attrs.get('cost_model_version', '-')))}</p>")
 
 
-def _best_section(results: Sequence[TrialResult], pareto: bool) -> str:
+def _best_section(study: optuna.Study, results: Sequence[TrialResult], pareto: bool) -> str:
     if not results:
-        return ("<h2>Best plan</h2><p class='note'>no feasible plan yet: every plan exceeds "
-                "memory or a constraint; run more trials or relax the constraints</p>")
+        return f"<h2>Best plan</h2><p class='note'>{html.escape(no_feasible_note(study))}</p>"
     if pareto:
-        return (f"<h2>Pareto front: {len(results)} plans</h2><p>From the fastest to the "
+        return (f"<h2>Pareto front: {counted(len(results), 'plan')}</h2><p>From the fastest to the "
                 "cheapest; no plan is both faster and cheaper than another.</p>")
     best = results[0]
-    where = f"{cluster_summary(best.result.cluster)} ({best.result.cluster.gpus} GPUs)"
+    gpus = counted(int(best.result.cluster.gpus), "GPU")
+    where = f"{cluster_summary(best.result.cluster)} ({gpus})"
     return (f"<h2>Best plan</h2><p><code>{html.escape(plan_summary(best.result.plan))}"
             f"</code> on {html.escape(where)}, trial {best.trial}</p>{_cards(best.result)}"
             f"{_pools(best.result)}")
@@ -136,7 +137,7 @@ def build_report(study: optuna.Study, *, top: int = 5) -> str:
     pareto = len(study.directions) > 1
     results = best_results(study, top=top)[:_MAX_FRONT]
     parts = [f"<h1>{html.escape(study.study_name)}</h1>", _summary(study),
-             _best_section(results, pareto)]
+             _best_section(study, results, pareto)]
     if results:
         parts += [_figure_html(time_figure(results)), _figure_html(memory_figure(results)),
                   "<h2>Plans of the front</h2>" if pareto else "<h2>Top plans</h2>",

@@ -15,7 +15,7 @@ from optuna.trial import FrozenTrial, TrialState
 from studies import TrialResult
 
 from .pareto_figure import pareto_plot
-from .studies import cluster_summary, plan_summary
+from .studies import cluster_summary, no_feasible_note, plan_summary
 
 __all__ = ["OBJECTIVE_LABELS", "Figure", "history_figures", "importance_figures",
            "memory_figure", "pareto_figure", "time_figure"]
@@ -135,8 +135,8 @@ def pareto_figure(study: optuna.Study) -> Figure | None:
         return None
     figure = pareto_plot(study, [_label(n) for n in _objectives(study)])
     if figure is None:
-        return Figure("pareto", "Pareto front", note="no feasible plan yet: every plan "
-                      "exceeds memory or a constraint; run more trials or relax the constraints")
+        return Figure("pareto", "Pareto front",
+                      note=no_feasible_note(study))
     return Figure("pareto", "Pareto front (feasible plans)", figure)
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cost import ClusterSummary, PlanRecord
-from studies import TrialResult
+from search_spaces.wording import counted
+from studies import TrialResult, nearest_result, swept
 
-__all__ = ["best_cells", "best_columns", "best_text", "cluster_summary", "no_feasible_text",
-           "plan_summary", "studies_text"]
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["best_cells", "best_columns", "best_text", "cluster_summary", "no_feasible_note",
+           "no_feasible_text", "plan_summary", "studies_text"]
 
 _GIB = 2.0**30
 
@@ -124,7 +128,8 @@ def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool,
     of the `nearest` miss."""
     if not results:
         return no_feasible_text(name, nearest, swept=swept)
-    title = f"{name}: Pareto front, {len(results)} plans" if pareto else f"{name}: best plans"
+    title = (f"{name}: Pareto front, {counted(len(results), 'plan')}" if pareto
+             else f"{name}: best plans")
     header, rows = best_cells(results)
     return "\n".join([title, *_table(header, rows)])
 
@@ -140,6 +145,13 @@ def no_feasible_text(name: str, nearest: TrialResult | None, *, swept: bool) -> 
     return (f"{verdict}; the nearest, trial {nearest.trial} "
             f"({plan_summary(nearest.result.plan)}): {lacks}. "
             f"`tuner explain {name} --trial {nearest.trial}` shows its costs")
+
+
+def no_feasible_note(study: optuna.Study) -> str:
+    """no_feasible_text of a study read from its storage: its nearest miss and whether an
+    exhaustive sweep saw every plan (the HTML report's notes)."""
+    return no_feasible_text(study.study_name, nearest_result(study),
+                            swept=swept(study) is not None)
 
 
 def _values_text(values: Sequence[float] | None) -> str:

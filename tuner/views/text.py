@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult
+from search_spaces.wording import counted
 
 __all__ = ["catalog_json", "catalog_text", "cluster_line", "evaluation_text", "plan_line",
            "pool_rows", "price_rows", "spot_text", "to_json", "unit_label", "usd"]
@@ -52,12 +53,12 @@ def cluster_line(cluster: Mapping[str, Any]) -> str:
     pools = cluster.get("pools") or ()
     if not pools:
         return (f"{cluster['nodes']} x {cluster['gpus_per_node']} {cluster['gpu']} "
-                f"({cluster['gpus']} GPUs, {cluster['pricing']})")
+                f"({counted(cluster['gpus'], 'GPU')}, {cluster['pricing']})")
     parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']}"
              + (f" ({p['name']}, {p['pricing']}, ${p['price_usd_per_gpu_hour']:.2f}/GPU-h)"
                 if p.get("name") else f" ({p['pricing']})")
              for p in pools if p["nodes"] > 0]
-    return " + ".join(parts) + f" ({cluster['gpus']} GPUs)"
+    return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')})"
 
 
 def _role(pool: Mapping[str, Any]) -> str:
