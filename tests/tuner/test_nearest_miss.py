@@ -130,3 +130,19 @@ def test_the_http_api_best_names_the_nearest_miss_too(tmp_path: Path) -> None:
                       runner=None)  # type: ignore[arg-type]  # best() starts no worker
     data = json.loads(service.best("too-big", top=1))
     assert data["best"] == [] and data["nearest"]["trial"] == 0
+
+
+@pytest.mark.parametrize("command", [["explain", "too-big"], ["plan", "too-big", "--as", "spec"]])
+def test_a_swept_study_without_a_feasible_plan_names_its_nearest_not_more_trials(
+        tmp_path: Path, command: list[str]) -> None:
+    """Every plan was seen: more trials (`tuner resume`) would add nothing; the line names
+    the nearest miss, which --trial shows."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    spec = str(write(tmp_path, TOO_BIG))
+    assert runner.invoke(main, ["search", spec, "--storage", storage]).exit_code == 0
+    refused = runner.invoke(main, [*command, "--storage", storage])
+    assert refused.exit_code == 2
+    line = refused.stderr.strip()
+    assert "resume" not in line and "more trials" not in line, line
+    assert "none of its" in line and "--trial 0" in line, line

@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from cost import PlanRecord, PlanResult
 from search_spaces import StudySpec, parse_spec
-from studies import best_results, result_of, stored_spec
+from studies import best_results, nearest_result, result_of, stored_spec, swept
 
 from ..errors import TunerError
 
@@ -38,9 +38,7 @@ def _trial(study: optuna.Study, number: int | None
     if number is None:
         best = best_results(study, top=1)
         if not best:
-            raise TunerError(f"study '{study.study_name}' has no feasible plan yet; run more "
-                             f"trials (`tuner resume {study.study_name}`) or name one with "
-                             "--trial N (`tuner export` lists them)")
+            raise TunerError(_no_feasible(study))
         number = best[0].trial
     trials = {t.number: t for t in study.get_trials(deepcopy=False)}
     trial = trials.get(number)
@@ -50,6 +48,23 @@ def _trial(study: optuna.Study, number: int | None
         raise TunerError(f"study '{study.study_name}' trial {number} has no result ({state}); "
                          "choose a complete trial (`tuner export` lists them)")
     return trial, result
+
+
+def _no_feasible(study: optuna.Study) -> str:
+    """Why a study has no best plan to show, and what to do: a swept study saw every plan
+    (more trials add nothing: change the spec), else run more; and the nearest miss to name
+    with --trial (studies.nearest_result), or `tuner export`'s list."""
+    name = study.study_name
+    nearest = nearest_result(study)
+    pick = (f"--trial {nearest.trial} shows the nearest miss" if nearest is not None
+            else "name a trial with --trial N (`tuner export` lists them)")
+    done = swept(study)
+    if done is not None:
+        return (f"study '{name}' has no feasible plan: none of its {done['evaluated']:,} plans "
+                "meets the limits (memory, constraints); relax them or change the cluster "
+                f"and search again; {pick}")
+    return (f"study '{name}' has no feasible plan yet; run more trials (`tuner resume {name}`), "
+            f"or {pick}")
 
 
 _POOL_KNOBS = ("placement", "batch_shares")
