@@ -1,0 +1,77 @@
+"""`tuner plan --as megatron` writes a command that Megatron-LM's own argument checks accept,
+not only flags it documents: the assertions of validate_args (megatron/training/arguments.py
+at core_v0.15.0, commit 0d7e02bd26d3eb347ad8d1bef625002babfa6df7) and of OptimizerConfig's
+__post_init__ (megatron/core/optimizer/optimizer_config.py, same commit) that the flags this
+exporter writes can reach, restated below with their lines; NeMo's overrides, which set the
+same OptimizerConfig, likewise."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from cost import PlanRecord
+from tuner.export import megatron, nemo
+
+from .test_plan_export import MoEPlan, _launch, _plans
+
+
+def _command(text: str) -> tuple[dict[str, str], list[str]]:
+    """(the environment assignments before torchrun, the words from torchrun on)."""
+    words = shlex.split(" ".join(line.rstrip(" \\") for line in text.splitlines()
+                                 if not line.startswith("#")))
+    at = words.index("torchrun")
+    env = dict(w.split("=", 1) for w in words[:at])
+    return env, words[at:]
+
+
+def _value(words: list[str], flag: str) -> str | None:
+    return words[words.index(flag) + 1] if flag in words else None
+
+
+def validate_args_problems(env: dict[str, str], words: list[str]) -> list[str]:
+    """The core_v0.15.0 checks the exporter's flags reach, on a GPU before Blackwell."""
+    found = []
+    has = set(words).__contains__
+    fsdp = has("--use-megatron-fsdp")
+    if has("--optimizer-cpu-offload") and not has("--use-precision-aware-optimizer"):
+        found.append("arguments.py:1155 offload needs --use-precision-aware-optimizer")
+    if has("--use-precision-aware-optimizer") and not has("--use-distributed-optimizer"):
+        found.append("optimizer_config.py:222 precision-aware needs the distributed optimizer")
+    if fsdp and _value(words, "--ckpt-format") != "fsdp_dtensor":
+        found.append("arguments.py:718 Megatron FSDP needs --ckpt-format fsdp_dtensor")
+    if fsdp and env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "1":
+        found.append("arguments.py:715 FSDP needs CUDA_DEVICE_MAX_CONNECTIONS > 1")
+    if has("--overlap-param-gather") and not (has("--use-distributed-optimizer") or fsdp):
+        found.append("arguments.py:626 --overlap-param-gather needs a sharded optimizer")
+    if has("--tp-comm-overlap") and not has("--sequence-parallel"):
+        found.append("arguments.py:931 --tp-comm-overlap needs --sequence-parallel")
+    parallel = int(_value(words, "--tensor-model-parallel-size") or 1) > 1 or \
+        int(_value(words, "--context-parallel-size") or 1) > 1
+    if parallel and not fsdp and not has("--overlap-moe-expert-parallel-comm") and \
+            env.get("CUDA_DEVICE_MAX_CONNECTIONS") != "1":
+        found.append("arguments.py:959 tp or cp > 1 needs CUDA_DEVICE_MAX_CONNECTIONS=1")
+    return found
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp8"])
+def test_every_exported_plan_passes_megatrons_argument_checks(precision: str) -> None:
+    plans = [*_plans(), PlanRecord(tp=1, pp=2, dp=128, micro_batch=1, zero=3),
+             MoEPlan(tp=1, pp=4, dp=64, ep=8, micro_batch=1)]
+    for plan in plans:
+        env, words = _command(megatron.render(_launch(plan, precision=precision)))
+        assert validate_args_problems(env, words) == [], plan
+
+
+def test_nemo_offloads_the_optimizer_megatron_core_can_offload() -> None:
+    """NeMo's recipe runs Megatron Core's OptimizerConfig: the offload on the precision-aware
+    optimizer, which asserts the distributed optimizer (optimizer_config.py:222)."""
+    for plan in _plans():
+        values = dict(nemo.assignments(_launch(plan))[0])
+        offload = plan.offload.value != "none"
+        assert values.get("recipe.optim.config.use_precision_aware_optimizer", False) == offload
+        if values.get("recipe.optim.config.use_precision_aware_optimizer"):
+            assert values["recipe.optim.config.use_distributed_optimizer"] is True
+        if values.get("recipe.trainer.strategy.fsdp") == "megatron":
+            assert values["recipe.optim.config.use_distributed_optimizer"] is True
