@@ -7,11 +7,12 @@ same OptimizerConfig, likewise."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 
 import pytest
 
-from cost import PlanRecord
+from cost import PlanRecord, Recompute
 from tuner.export import megatron, nemo
 
 from .test_plan_export import MoEPlan, _launch, _plans
@@ -75,3 +76,48 @@ def test_nemo_offloads_the_optimizer_megatron_core_can_offload() -> None:
             assert values["recipe.optim.config.use_distributed_optimizer"] is True
         if values.get("recipe.trainer.strategy.fsdp") == "megatron":
             assert values["recipe.optim.config.use_distributed_optimizer"] is True
+
+
+def transformer_config_problems(words: list[str]) -> list[str]:
+    """TransformerConfig.__post_init__'s checks of the expert all-to-all overlap
+    (megatron/core/transformer/transformer_config.py:1441-1480 at the same commit); a
+    --pipeline-model-parallel-layout of one chunk a stage, or one virtual stage, is no
+    virtual pipeline (arguments.py:554-556, 581-582)."""
+    if "--overlap-moe-expert-parallel-comm" not in words:
+        return []
+    pp = int(_value(words, "--pipeline-model-parallel-size") or 1)
+    layout = _value(words, "--pipeline-model-parallel-layout")
+    chunks = int(_value(words, "--num-virtual-stages-per-pipeline-rank") or 1)
+    if layout is not None:
+        chunks = (layout.count("|") + 1) // pp
+    elif "--num-layers-per-virtual-pipeline-stage" in words:
+        chunks = 2  # written only where the interleaving has two chunks or more
+    found = []
+    if pp > 1 and chunks < 2:
+        found.append("transformer_config.py:1446 pp > 1 needs a virtual pipeline")
+    if int(_value(words, "--expert-model-parallel-size") or 1) < 2:
+        found.append("transformer_config.py:1452 needs ep > 1")
+    if _value(words, "--recompute-granularity") == "full":
+        found.append("transformer_config.py:1460 no full recompute")
+    if int(_value(words, "--mtp-num-layers") or 0) > 1:
+        found.append("transformer_config.py:1478 one MTP layer at most")
+    return found
+
+
+@pytest.mark.parametrize(("pp", "vs", "recompute"), [
+    (2, 1, "none"), (1, 1, "full"), (8, 1, "selective"), (4, 2, "none")])
+def test_the_expert_overlap_is_written_only_where_megatron_core_runs_it(
+        pp: int, vs: int, recompute: str) -> None:
+    """DeepSeek-V3 with the all-to-all overlap assumed (stack.ep_overlap): left out, with a
+    note, where TransformerConfig would refuse it; written where it runs."""
+    plan = MoEPlan(tp=1, pp=pp, dp=256 // pp, ep=32, virtual_stages=vs, micro_batch=1,
+                   recompute=Recompute(recompute))
+    lp = dataclasses.replace(_launch(plan, model="deepseek-v3"), ep_overlap=True)
+    _, words = _command(megatron.render(lp))
+    assert transformer_config_problems(words) == []
+    blocked = lp.ep_overlap_blocked is not None
+    assert ("--overlap-moe-expert-parallel-comm" in words) is not blocked
+    assert blocked is ((pp > 1 and vs < 2) or recompute == "full")
+    assert any("all-to-all overlap" in n for n in megatron.flags(lp)[1]) is blocked
+    values = dict(nemo.assignments(lp)[0])
+    assert values["recipe.model.config.overlap_moe_expert_parallel_comm"] is not blocked

@@ -18,7 +18,7 @@ import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
-from .launch import LaunchPlan
+from .launch import LaunchPlan, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _experts(lp: LaunchPlan) -> list[str]:
         out += ["--mtp-num-layers", str(m.mtp_layers)]
     out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.ep_dedup
             else ["--moe-token-dispatcher-type", "alltoall"])
-    if lp.ep_overlap:
+    if lp.ep_overlap and lp.ep_overlap_blocked is None:
         out.append("--overlap-moe-expert-parallel-comm")
     return out
 
@@ -167,6 +167,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
     notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
+    notes += ep_overlap_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp
     # (arguments.py, validate_args)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .launch import LaunchPlan
+from .launch import LaunchPlan, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
@@ -66,7 +66,7 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
 
 def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
-    notes = pool_notes(lp.pools, "NeMo", lp.stage_split)
+    notes = pool_notes(lp.pools, "NeMo", lp.stage_split) + ep_overlap_notes(lp)
     p = lp.plan
     out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),
                                   ("recipe.trainer.devices", lp.gpus_per_node)]
@@ -117,7 +117,8 @@ def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
     config = "recipe.model.config."
     return [(config + "moe_token_dispatcher_type", "flex" if lp.ep_dedup else "alltoall"),
             (config + "moe_enable_deepep", lp.ep_dedup),
-            (config + "overlap_moe_expert_parallel_comm", lp.ep_overlap)]
+            (config + "overlap_moe_expert_parallel_comm",
+             lp.ep_overlap and lp.ep_overlap_blocked is None)]
 
 
 def _uneven(lp: LaunchPlan) -> list[tuple[str, Any]]:
