@@ -311,11 +311,13 @@ def passing_values(broken: Any, d: Degrees, knob: str, candidates: Iterable[int]
 
 
 class NoValidValueError(CostModelError):
-    """No value of a knob passes a rule whatever the other knobs are: `knob` names it."""
+    """No value of a knob passes a rule whatever the other knobs are: `knob` names it, and
+    `example` is the rule's own message on one of the failing combinations (its first)."""
 
-    def __init__(self, knob: str, rule: str) -> None:
-        self.knob, self.rule = knob, rule
-        super().__init__(f"no value of plan.{knob} passes the rule {rule!r}")
+    def __init__(self, knob: str, rule: str, example: str = "") -> None:
+        self.knob, self.rule, self.example = knob, rule, example
+        super().__init__(f"no value of plan.{knob} passes the rule {rule!r}"
+                         + (f": {example}" if example else ""))
 
 
 def allowed_values(workload: Workload, cluster: ClusterSpec, training: TrainingSpec,
@@ -357,7 +359,18 @@ def _narrow(rule: Rule, out: dict[str, list[float]], cluster: ClusterSpec,
             cluster, training)[n]]
         emptied = alone or emptied
     if emptied:
-        raise NoValidValueError(emptied[0], rule.name)
+        example = _failing_text(rule, {**out, **before, "gpus": gpu_counts}, cluster, training)
+        raise NoValidValueError(emptied[0], rule.name, example)
+
+
+def _failing_text(rule: Rule, values: Mapping[str, Sequence[float]], cluster: ClusterSpec,
+                  training: TrainingSpec) -> str:
+    """The rule's message on the first combination of `values` (each knob's first value and
+    the first GPU count): one that fails, where no value of a knob passes with any other."""
+    plan = Plan(**{k.name: np.float64(values[k.name][0]) for k in KNOBS})
+    gpus = np.float64(values["gpus"][0])
+    d = degrees(cluster.with_(nodes=gpus / np.asarray(cluster.gpus_per_node)), training, plan)
+    return rule.message(d)
 
 
 def _passing(rule: Rule, values: Mapping[str, Sequence[float]], cluster: ClusterSpec,

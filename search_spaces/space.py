@@ -123,11 +123,12 @@ def _plan_choices(spec: StudySpec, model: Workload, training: TrainingSpec,
         allowed.update(asked)
         coded.update(asked)
     except NoValidValueError as err:
-        shown = tuple(_word(v) for v in given[err.knob])
-        raise SpecError(f"no value of {shown} fits the model ({model.describe()}, "
-                        f"global_batch={training.global_batch}) on this cluster with the other "
-                        f"plan choices (rule {err.rule!r}); choose values that divide them",
-                        field=f"plan.{err.knob}") from err
+        shown = ", ".join(str(_word(v)) for v in given[err.knob])
+        where = (f"the model ({model.describe()}, global_batch={training.global_batch}) on "
+                 "this cluster")
+        why = (f"; e.g. {err.example}" if err.example else "; choose values that divide them")
+        raise SpecError(f"no value of {err.knob} ({shown}) fits {where} with the other plan "
+                        f"choices (rule {err.rule!r}){why}", field=f"plan.{err.knob}") from err
     return {name: tuple(v for v, c in zip(given[name], coded[name], strict=True)
                         if c in allowed[name]) for name in PLAN_FIELDS}
 

@@ -67,6 +67,15 @@ def _one_cluster(value: Any) -> Any:
     return value
 
 
+def _study_name(name: str) -> str:
+    """A name a table, a header and a command line can show: not blank, no control
+    characters (a line break would split every table that lists it)."""
+    if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise ValueError(f"{name!r} is no study name: give one of visible characters (e.g. "
+                         "name: llama3-70b-h100), or leave it out for the file's name")
+    return name
+
+
 def _distinct(objective: tuple[str, ...]) -> tuple[str, ...]:
     if len(set(objective)) != len(objective):
         raise ValueError(f"objective lists {objective[0]!r} twice; give two different ones")
@@ -76,7 +85,7 @@ def _distinct(objective: tuple[str, ...]) -> tuple[str, ...]:
 class StudySpec(Frozen):
     """One study: what is trained, on what cluster, the plan space, the goal and the search."""
 
-    name: str = "study"
+    name: Annotated[str, AfterValidator(_study_name)] = "study"
     model: Annotated[
         Union[Annotated[ModelSection, Tag("<transformer>")],  # noqa: UP007
               Annotated[LayersSection, Tag("<layers>")]],

@@ -179,13 +179,23 @@ def _as_written(value: Any) -> Any:
 
 
 def leaf_differences(stored: Any, now: Any, path: str = "") -> list[str]:
-    """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs."""
+    """'plan.tp differs: stored [1, 2], now [1]' for each leaf that differs; a list of
+    mappings (pools, a network's layers) item by item ('cluster.pools[0].nodes differs'),
+    a change of its length as the two lengths."""
     stored, now = _as_written(stored), _as_written(now)
+    found: list[str] = []
     if isinstance(stored, dict) and isinstance(now, dict):
-        found: list[str] = []
         for key in sorted(set(stored) | set(now)):
             where = f"{path}.{key}" if path else str(key)
             found += leaf_differences(stored.get(key), now.get(key), where)
+        return found
+    if isinstance(stored, list) and isinstance(now, list) and \
+            any(isinstance(x, dict) for x in (*stored, *now)):
+        if len(stored) != len(now):
+            items = "item" if len(stored) == 1 else "items"
+            found.append(f"{path} differs: stored {len(stored)} {items}, now {len(now)}")
+        for i, (old, new) in enumerate(zip(stored, now, strict=False)):
+            found += leaf_differences(old, new, f"{path}[{i}]")
         return found
     if stored == now:
         return []
@@ -194,6 +204,17 @@ def leaf_differences(stored: Any, now: Any, path: str = "") -> list[str]:
 
 _WHAT = {"spec": "", "catalog": "the catalog's ", "calibration": "the calibration profile's ",
          "cost_model": "the cost model's code changed: version "}
+
+
+def _shared_gpus(stored: Any, now: Any) -> tuple[Any, Any]:
+    """The catalog parts with the GPUs both hold: an entry one side alone holds follows from
+    the spec's GPUs, which differ already (the spec's difference says so), so it is not
+    repeated as 'the catalog's gpus.NAME differs: stored null, now {...every figure...}'."""
+    if not all(isinstance(c, dict) and isinstance(c.get("gpus"), dict) for c in (stored, now)):
+        return stored, now
+    both = stored["gpus"].keys() & now["gpus"].keys()
+    return ({**stored, "gpus": {k: stored["gpus"][k] for k in both}},
+            {**now, "gpus": {k: now["gpus"][k] for k in both}})
 
 
 def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
@@ -205,7 +226,10 @@ def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
             if stored.get(part) != now.get(part):
                 found.append(f"{prefix}{stored.get(part)} -> {now.get(part)}")
             continue
-        found += [prefix + line for line in leaf_differences(stored.get(part), now.get(part))]
+        old, new = stored.get(part), now.get(part)
+        if part == "catalog":
+            old, new = _shared_gpus(old, new)
+        found += [prefix + line for line in leaf_differences(old, new)]
     shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
     if len(found) > _SHOWN:
         shown += f" (and {len(found) - _SHOWN} more)"

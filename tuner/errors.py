@@ -15,9 +15,12 @@ class TunerError(Exception):
 
 
 def one_line(err: BaseException) -> str:
-    """The error as one line; a file error names the file and what to do."""
+    """The error as one line; a file error names the file and what to do; an error of
+    several lines (search_spaces.SpecErrors: one per thing wrong) has them joined by "; ",
+    each still starting with its file and field."""
     if isinstance(err, OSError):
         what = next((text for kind, text in _FILE_ERRORS.items() if isinstance(err, kind)),
                     f"{err.strerror or type(err).__name__}; check the file and the disk")
         return f"{err.filename}: {what}" if err.filename else what
-    return " ".join(str(err).split())
+    lines = [" ".join(line.split()) for line in str(err).splitlines()]
+    return "; ".join(line for line in lines if line)

@@ -81,6 +81,21 @@ def test_a_knob_with_no_valid_value_names_the_field(knob: str, values: list[int]
     assert f"plan.{knob}" in str(info.value) and "tiny.yaml" in str(info.value)
 
 
+@pytest.mark.parametrize(("plan", "words"), [
+    ({"tp": 8, "pp": 8}, "tp·pp·cp = 64 does not divide the 8 GPUs"),
+    ({"tp": [4, 8], "pp": [4, 8]}, "tp·pp·cp = 16 does not divide the 8 GPUs"),
+    ({"micro_batch": [3, 5]}, "does not divide global_batch=32"),
+])
+def test_a_knob_with_no_valid_value_says_what_the_rule_needs(plan: dict[str, Any],
+                                                             words: str) -> None:
+    """Not only which rule failed but why, on an example of the values written: a layout
+    larger than the cluster's GPUs is no matter of the model's heads or layers."""
+    with pytest.raises(SpecError) as info:
+        space_of(tiny_data(plan))
+    assert words in info.value.message, info.value.message
+    assert "(8,)" not in info.value.message
+
+
 def test_a_fixed_spec_has_one_plan() -> None:
     space = space_of(tiny_data({"tp": 2, "pp": 2}))
     assert space.searched == []

@@ -247,3 +247,16 @@ def test_the_readmes_own_cluster_example_is_a_valid_cluster() -> None:
     assert cluster.gpu.hbm_capacity_bytes == 94 * _GIB
     assert cluster.price_usd_per_gpu_hour == 16.80 / 8
     assert cluster.scale_out_bandwidth_bytes_per_s == 3.2e12 / 8 / 8
+
+
+@pytest.mark.parametrize("name", ["", "   ", "a\nb", "tab\there"])
+def test_a_blank_study_name_or_one_with_control_characters_is_refused(name: str) -> None:
+    """A study named '' is listed as a blank row and cannot be named on a command line; a
+    line break splits every table and header that shows the name."""
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(name=name), file="s.yaml")
+    assert caught.value.field == "name" and "leave it out" in caught.value.message
+
+
+def test_a_study_name_keeps_what_the_command_line_accepts() -> None:
+    assert parse_spec(_spec(name="my study/v2.1"), file="s.yaml").name == "my study/v2.1"

@@ -219,3 +219,33 @@ def test_a_cnn_profile_round_trips_through_its_file(tmp_path: Path) -> None:
     loaded = load_profile(out)
     assert dict(loaded.layers_fraction_by_gpu) == profile["layers_fraction_by_gpu"]
     assert loaded.ps_bytes_per_s == profile["efficiency"]["ps_bytes_per_s"]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+def test_a_measured_time_that_is_no_number_of_seconds_is_refused(tmp_path: Path,
+                                                                 value: str) -> None:
+    runs = measured_runs(tmp_path)
+    lines = runs.read_text().splitlines()
+    lines[2] = f"{lines[2].split(',')[0]},{value}"
+    runs.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "p.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "row 3" in result.output and "measured_step_time_s" in result.output
+    assert not out.exists()
+
+
+def test_a_holdout_that_is_no_number_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["calibrate", str(measured_runs(tmp_path)), "--out",
+                                       str(tmp_path / "p.yaml"), "--holdout", "nan"])
+    assert result.exit_code == 2 and "--holdout" in result.output, result.output
+
+
+@pytest.mark.parametrize("target", ["runs.csv", "run0.yaml"])
+def test_the_profile_never_overwrites_what_it_reads(tmp_path: Path, target: str) -> None:
+    """--out naming the measurements or one of their specs would replace it by the profile."""
+    runs = measured_runs(tmp_path)
+    before = (tmp_path / target).read_bytes()
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(tmp_path / target)])
+    assert result.exit_code == 2 and "--out" in result.output and target in result.output
+    assert (tmp_path / target).read_bytes() == before

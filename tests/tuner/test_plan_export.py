@@ -36,7 +36,8 @@ MEGATRON_FLAGS = {
     "--account-for-loss-in-pipeline-split", "--micro-batch-size", "--global-batch-size",
     "--recompute-granularity", "--recompute-method", "--recompute-num-layers",
     "--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
-    "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--tp-comm-overlap",
+    "--optimizer-cpu-offload", "--optimizer-offload-fraction", "--use-precision-aware-optimizer",
+    "--ckpt-format", "--tp-comm-overlap",
     "--overlap-grad-reduce", "--overlap-param-gather", "--num-layers", "--hidden-size",
     "--ffn-hidden-size", "--num-attention-heads", "--group-query-attention",
     "--num-query-groups", "--seq-length", "--max-position-embeddings", "--swiglu",
@@ -61,6 +62,8 @@ MEGATRON_CHOICES = {"--recompute-granularity": {"full", "selective"},
                     "--recompute-method": {"uniform", "block"},
                     "--data-parallel-sharding-strategy": {"no_shard", "optim", "optim_grads",
                                                           "optim_grads_params"},
+                    "--ckpt-format": {"torch", "torch_dist", "zarr", "torch_dcp",
+                                      "fsdp_dtensor"},
                     "--fp8-format": {"e4m3", "hybrid"},
                     "--fp8-recipe": {"tensorwise", "delayed", "mxfp8", "blockwise"},
                     "--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"}}
@@ -86,6 +89,7 @@ NEMO_ATTRIBUTES = {
     "recipe.model.config.num_layers_in_first_pipeline_stage",  # TransformerConfig (core_v0.15.0)
     "recipe.model.config.num_layers_in_last_pipeline_stage",
     "recipe.optim.config.optimizer_cpu_offload", "recipe.optim.config.optimizer_offload_fraction",
+    "recipe.optim.config.use_precision_aware_optimizer",  # OptimizerConfig (core_v0.15.0)
     "recipe.trainer.strategy.ddp.data_parallel_sharding_strategy",
     "recipe.trainer.strategy.ddp.overlap_grad_reduce",
     "recipe.trainer.strategy.ddp.overlap_param_gather",
@@ -212,7 +216,8 @@ def test_the_command_line_parses_back_in_a_shell() -> None:
                        if not line.startswith("#"))
     words = shlex.split(command)
     assert words[words.index("--moe-layer-freq") + 1] == "([0]*3+[1]*58)"
-    assert words == ["torchrun", "--nnodes", "32", "--nproc-per-node", "8", "pretrain_gpt.py",
+    assert words[:1] == ["CUDA_DEVICE_MAX_CONNECTIONS=1"]  # tp=2 (validate_args)
+    assert words[1:] == ["torchrun", "--nnodes", "32", "--nproc-per-node", "8", "pretrain_gpt.py",
                      *megatron.flags(_launch(plan, model="deepseek-v3"))[0]]
 
 

@@ -110,6 +110,16 @@ def test_a_bad_spec_in_a_list_is_named_by_its_place(client: httpx.Client) -> Non
     assert answer.status_code == 422 and answer.json()["error"].startswith("request[1]: plan")
 
 
+def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Client) -> None:
+    """The command line prints one line per error; the API's one line keeps them apart."""
+    answer = client.post("/v1/evaluate", json={"name": "x"})
+    assert answer.status_code == 422
+    assert answer.json()["error"].split("; request: ") == [
+        "request: model: missing required field 'model'; add it",
+        "training: missing required field 'training'; add it",
+        "cluster: missing required field 'cluster'; add it"]
+
+
 @pytest.mark.parametrize(("body", "headers", "words"), [
     (b"", YAML, "the body is empty"),
     (b"{not json", {"content-type": "application/json"}, "malformed JSON"),

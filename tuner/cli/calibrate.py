@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -18,8 +19,9 @@ from ..engine.calibrate import (
     split,
     summary,
 )
+from ..errors import TunerError
 from ..views import text as render
-from .options import json_option
+from .options import NumberRange, json_option
 from .paths import out_path
 
 __all__ = ["calibrate"]
@@ -41,7 +43,7 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
 @click.option("--out", required=True, metavar="FILE",
               help="Where to write the profile (YAML) that specs name with `calibration:`, in "
                    "an existing directory.")
-@click.option("--holdout", default=0.5, show_default=True, type=click.FloatRange(0.0, 0.9),
+@click.option("--holdout", default=0.5, show_default=True, type=NumberRange(0.0, 0.9),
               help="Share of the runs held out of the fit to report its error on.")
 @click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
               help="Seed of the split.")
@@ -55,6 +57,7 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     parameter servers, their rate and per-update time."""
     path = out_path(out)
     rows = read_measurements(csv_path)
+    _never_an_input(path, out, [csv_path, *(r.space.spec.file for r in rows)])
     fitted_rows, held = split(rows, holdout, seed)
     before = {"fit": errors(fitted_rows, DEFAULT_EFFICIENCY),
               "held_out": errors(held, DEFAULT_EFFICIENCY)}
@@ -75,6 +78,15 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
         click.echo(_line(name, report[name]["before"], report[name]["after"]))
     for b in bounded:
         click.echo(_bound_note(b))
+
+
+def _never_an_input(path: Path, out: str, inputs: list[str]) -> None:
+    """TunerError where --out is the measurements file or a spec they name: writing the
+    profile there would replace what the fit read."""
+    for name in inputs:
+        if Path(name).resolve() == path.resolve():
+            raise TunerError(f"--out {out} is {name}, which the fit reads; give the profile "
+                             "a file of its own, e.g. --out profile.yaml")
 
 
 def _bound_note(b: dict[str, Any]) -> str:

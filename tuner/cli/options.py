@@ -11,8 +11,21 @@ from ..errors import TunerError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["check_sampler_flags", "exclusive", "heartbeat_option", "json_option",
+__all__ = ["NumberRange", "check_sampler_flags", "exclusive", "heartbeat_option", "json_option",
            "storage_option", "timeout_option", "top_option"]
+
+
+class NumberRange(click.FloatRange):
+    """A FloatRange that refuses 'nan' too: click's bounds compare False with NaN, so it
+    passed them (a time limit that never stops, a share that cannot be rounded)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if number != number:  # NaN
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
+
 
 storage_option = click.option(
     "--storage", "storage", default=None, metavar="URL",
@@ -23,10 +36,10 @@ json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print JSON only, on stdout.")
 heartbeat_option = click.option(
     "--heartbeat", default=10, show_default=True, type=click.IntRange(min=1), metavar="S",
-    help="Seconds between a running trial's heartbeats (RDB storages); a trial silent for "
+    help="NumberRange between a running trial's heartbeats (RDB storages); a trial silent for "
          "2x that is failed and retried.")
 timeout_option = click.option(
-    "--timeout", type=click.FloatRange(min=0), default=None, metavar="S",
+    "--timeout", type=NumberRange(min=0), default=None, metavar="S",
     help="Stop after S seconds even if the trial target is not reached.")
 
 

@@ -79,7 +79,7 @@ def read_measurements(path: str | Path) -> list[Measurement]:
             measured = float(row["measured_step_time_s"])
         except ValueError:
             measured = -1.0
-        if not measured > 0:
+        if not 0 < measured < math.inf:
             raise SpecError(f"row {i}: {row['measured_step_time_s']!r} is not a positive "
                             "number of seconds", file=file, field="measured_step_time_s")
         out.append(measurement(Space.from_spec(load_spec(path.parent / row["spec"])),

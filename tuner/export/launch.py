@@ -13,7 +13,7 @@ from ..engine.trial_spec import ChosenPlan
 from ..errors import TunerError
 from .pools import PoolPart, pool_parts, stage_layers
 
-__all__ = ["DEGREES", "LaunchPlan", "launch_plan", "pipeline_layout"]
+__all__ = ["DEGREES", "LaunchPlan", "ep_overlap_notes", "launch_plan", "pipeline_layout"]
 
 DEGREES = ("tp", "pp", "cp", "ep", "etp")
 """Parallel degrees a framework sets explicitly, in this order (dp follows from the GPUs);
@@ -52,6 +52,27 @@ class LaunchPlan:
         MegatronMixedPrecision.fp8_recipe both pass on: the model's current (per-tensor)
         scaling is Core's "tensorwise"; an unknown recipe is Core's default, "delayed"."""
         return _CORE_FP8_RECIPES.get(self.fp8_recipe, "delayed")
+
+    @property
+    def ep_overlap_blocked(self) -> str | None:
+        """Why Megatron Core cannot run the expert all-to-all overlap the model assumed
+        (TransformerConfig.__post_init__ at core_v0.15.0: it asserts ep > 1, interleaved
+        stages where pp > 1 (a virtual pipeline of 1 is none), no full recompute and at
+        most one MTP layer), or None where it can (or the model assumed none)."""
+        if not self.ep_overlap or self.model.kind != "moe":
+            return None
+        pp, vs = int(self.plan.pp), int(self.plan.virtual_stages)
+        if self.layout is not None:
+            vs = (self.layout.count("|") + 1) // pp
+        if int(getattr(self.plan, "ep", 1)) < 2:
+            return "it needs ep > 1"
+        if pp > 1 and vs < 2:
+            return "with pp > 1 it needs interleaved stages (virtual_stages >= 2)"
+        if self.plan.recompute.value == "full":
+            return "it excludes full recompute"
+        if int(getattr(self.model, "mtp_layers", 0)) > 1:
+            return "it allows one multi-token-prediction layer at most"
+        return None
 
     @property
     def gpus(self) -> int:
@@ -98,6 +119,18 @@ class LaunchPlan:
     def batch_per_replica(self) -> int:
         """Sequences per step on one data-parallel replica."""
         return self.global_batch // max(self.plan.dp, 1)
+
+
+def ep_overlap_notes(lp: LaunchPlan) -> list[str]:
+    """A note where the model hid the expert all-to-alls behind another micro-batch but the
+    framework cannot for this plan (LaunchPlan.ep_overlap_blocked): the flag is left out, and
+    the predicted step time assumed the overlap."""
+    why = lp.ep_overlap_blocked
+    if why is None:
+        return []
+    return [f"the expert all-to-all overlap the model assumed (stack.ep_overlap) is not set: "
+            f"Megatron Core refuses it for this plan ({why}); the predicted step time "
+            "counts the all-to-alls as hidden, so expect it slower"]
 
 
 def pipeline_layout(layers: int, pp: int, vs: int, *, mtp: int = 0) -> str:

@@ -18,13 +18,13 @@ import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
-from .launch import LaunchPlan
+from .launch import LaunchPlan, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 if TYPE_CHECKING:
     from cost.moe import MoEModelSpec
 
-__all__ = ["DEGREE_FLAGS", "flags", "layer_pattern", "render"]
+__all__ = ["DEGREE_FLAGS", "environment", "flags", "layer_pattern", "render"]
 
 DEGREE_FLAGS = {"tp": "--tensor-model-parallel-size", "pp": "--pipeline-model-parallel-size",
                 "cp": "--context-parallel-size", "ep": "--expert-model-parallel-size",
@@ -94,7 +94,7 @@ def _experts(lp: LaunchPlan) -> list[str]:
         out += ["--mtp-num-layers", str(m.mtp_layers)]
     out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.ep_dedup
             else ["--moe-token-dispatcher-type", "alltoall"])
-    if lp.ep_overlap:
+    if lp.ep_overlap and lp.ep_overlap_blocked is None:
         out.append("--overlap-moe-expert-parallel-comm")
     return out
 
@@ -128,12 +128,20 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[str]:
     elif recompute == "full":
         out += ["--recompute-granularity", "full", "--recompute-method", "uniform",
                 "--recompute-num-layers", "1"]
-    if p.zero == 1:
+    offload = p.offload.value != "none"
+    if p.zero >= 2:  # validate_args: Megatron FSDP saves fsdp_dtensor checkpoints only
+        out += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", _SHARDING[p.zero],
+                "--ckpt-format", "fsdp_dtensor"]
+    if p.zero >= 1 or offload:  # with FSDP as docs/source/api-guide/custom_fsdp.md writes it
         out.append("--use-distributed-optimizer")
-    elif p.zero >= 2:
-        out += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", _SHARDING[p.zero]]
-    if p.offload.value != "none":
-        out += ["--optimizer-cpu-offload", "--optimizer-offload-fraction", "1.0"]
+    if offload:  # validate_args: the CPU offload runs on the precision-aware optimizer, which
+        # OptimizerConfig allows on the distributed optimizer only
+        out += ["--optimizer-cpu-offload", "--optimizer-offload-fraction", "1.0",
+                "--use-precision-aware-optimizer"]
+        if p.zero == 0:
+            notes.append("offload: Megatron-LM offloads the distributed optimizer's state "
+                         "only, so the optimizer is sharded here (ZeRO 1), where the plan "
+                         "has zero 0")
     if p.offload.value == "optimizer+weights":
         notes.append("weights offload has no Megatron-LM flag: only the optimizer state is "
                      "offloaded here")
@@ -159,6 +167,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
     notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
+    notes += ep_overlap_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp
     # (arguments.py, validate_args)
@@ -179,14 +188,25 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     return out, notes
 
 
+def environment(lp: LaunchPlan, items: list[str]) -> dict[str, str]:
+    """The environment the command needs: validate_args asserts CUDA_DEVICE_MAX_CONNECTIONS=1
+    where tp or cp > 1 before Blackwell (one hardware queue keeps the tensor-parallel
+    communication ahead of the GEMMs it feeds), unless Megatron FSDP (which asserts the
+    opposite) or the expert-parallel overlap run; Megatron-LM's example scripts export it."""
+    parallel = lp.plan.tp > 1 or lp.plan.cp > 1
+    exempt = {"--use-megatron-fsdp", "--overlap-moe-expert-parallel-comm"} & set(items)
+    return {"CUDA_DEVICE_MAX_CONNECTIONS": "1"} if parallel and not exempt else {}
+
+
 def render(lp: LaunchPlan) -> str:
     """A torchrun command line, one flag (and its value) per line, each word quoted for the
     shell where it needs it (shlex.quote: `--moe-layer-freq '([0]*3+[1]*58)'`)."""
     items, notes = flags(lp)
+    env = "".join(f"{k}={v} " for k, v in environment(lp, items).items())
     lines = [f"# Megatron-LM (core_v0.15.0 flags) for {lp.title}",
              f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
              *(f"# note: {n}" for n in notes),
-             f"torchrun --nnodes {lp.nodes} --nproc-per-node {lp.gpus_per_node} "
+             f"{env}torchrun --nnodes {lp.nodes} --nproc-per-node {lp.gpus_per_node} "
              "pretrain_gpt.py \\"]
     args: list[str] = []
     for item in items:

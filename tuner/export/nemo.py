@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .launch import LaunchPlan
+from .launch import LaunchPlan, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
@@ -40,13 +40,24 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
     if recompute == "full":
         out += [("recipe.model.config.recompute_method", "uniform"),
                 ("recipe.model.config.recompute_num_layers", 1)]
-    out.append(("recipe.optim.config.use_distributed_optimizer", p.zero == 1))
+    offload = p.offload.value != "none"
+    # Megatron FSDP over the distributed optimizer, as NeMo's own FSDP settings keep the
+    # recipes' (scripts/performance/helpers.py, set_mcore_fsdp_configs) and Megatron-LM's
+    # docs/source/api-guide/custom_fsdp.md; an offloaded optimizer is the precision-aware
+    # one (Megatron-LM's validate_args), which OptimizerConfig allows on the distributed
+    # optimizer only (core_v0.15.0 megatron/core/optimizer/optimizer_config.py)
+    out.append(("recipe.optim.config.use_distributed_optimizer", p.zero >= 1 or offload))
     if p.zero >= 2:
         out += [(_STRATEGY + "fsdp", "megatron"),
                 (_STRATEGY + "ddp.data_parallel_sharding_strategy", _SHARDING[p.zero])]
-    if p.offload.value != "none":
+    if offload:
         out += [("recipe.optim.config.optimizer_cpu_offload", True),
-                ("recipe.optim.config.optimizer_offload_fraction", 1.0)]
+                ("recipe.optim.config.optimizer_offload_fraction", 1.0),
+                ("recipe.optim.config.use_precision_aware_optimizer", True)]
+        if p.zero == 0:
+            notes.append("offload: Megatron Core offloads the distributed optimizer's state "
+                         "only, so the optimizer is sharded here (ZeRO 1), where the plan has "
+                         "zero 0")
     if p.offload.value == "optimizer+weights":
         notes.append("weights offload has no NeMo attribute: only the optimizer state is "
                      "offloaded here")
@@ -55,7 +66,7 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
 
 def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
-    notes = pool_notes(lp.pools, "NeMo", lp.stage_split)
+    notes = pool_notes(lp.pools, "NeMo", lp.stage_split) + ep_overlap_notes(lp)
     p = lp.plan
     out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),
                                   ("recipe.trainer.devices", lp.gpus_per_node)]
@@ -106,7 +117,8 @@ def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
     config = "recipe.model.config."
     return [(config + "moe_token_dispatcher_type", "flex" if lp.ep_dedup else "alltoall"),
             (config + "moe_enable_deepep", lp.ep_dedup),
-            (config + "overlap_moe_expert_parallel_comm", lp.ep_overlap)]
+            (config + "overlap_moe_expert_parallel_comm",
+             lp.ep_overlap and lp.ep_overlap_blocked is None)]
 
 
 def _uneven(lp: LaunchPlan) -> list[tuple[str, Any]]:

@@ -6,8 +6,9 @@ RequestError carrying its HTTP status."""
 from __future__ import annotations
 
 import re
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
@@ -99,6 +100,11 @@ class Service:
     config: ServeConfig
     storage: optuna.storages.BaseStorage
     runner: Runner
+    admission: threading.Lock = field(default_factory=threading.Lock, compare=False,
+                                      repr=False)
+    """Held from counting the running studies to starting a study's workers: requests run
+    in the thread pool at once, and without it each could count the same studies (more
+    than --max-studies started) or start workers for one study posted twice."""
 
     def evaluate(self, body: bytes, content_type: str) -> str:
         """`tuner evaluate --json` of the body's specs: an object, or a list for a list."""
@@ -113,6 +119,10 @@ class Service:
         finished or has workers already (a study posted again joins them)."""
         data = _study_data(body, content_type)
         spec = _spec(data, REQUEST)
+        with self.admission:
+            return self._admit(spec, body)
+
+    def _admit(self, spec: StudySpec, body: bytes) -> dict[str, Any]:
         running = self.runner.running()
         if spec.name not in running and len(running) >= self.config.max_studies:
             raise RequestError(429, f"{len(running)} studies are running, the most this "
