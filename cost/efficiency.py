@@ -71,6 +71,12 @@ class Efficiency:
     """Share of the expert-parallel all-to-alls hidden behind the compute of another
     micro-batch (Megatron-Core's --overlap-moe-expert-parallel-comm, DeepSeek's DualPipe); 0:
     the all-to-alls stay exposed, as by default."""
+    ep_overlap_schedule: str = "megatron"
+    """Which pipeline schedule pairs one micro-batch's forward with another's backward for
+    that overlap (cost.moe_time.overlap_runs): "megatron" (Megatron-Core's combined 1F1B, which
+    refuses plans without expert parallelism, a pipeline without virtual stages, full
+    recompute or more than one MTP layer) or "dualpipe" (DeepSeek's DualPipe, arXiv
+    2412.19437 sec. 3.2.1, which pairs the chunks of a plain pipeline)."""
     ep_dedup: bool = True
     """A token crosses to each remote scale-up domain once and is fanned out to its experts
     there over NVLink (DeepEP, Megatron-Core's HybridEP; DeepSeek-V3 report sec. 3.2.2);

@@ -11,15 +11,17 @@ the transformer's layers; the logits and the loss are the transformer's too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .collectives import all_gather_s, all_to_all_s, domain_members, group_link, inside_domain
 from .degrees import Degrees
 from .efficiency import Efficiency
+from .errors import named
 from .flops import attention_gemms, mlp_gemms
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .kernels import gemm_s, gemm_shape_factor, memory_bound_s
@@ -42,8 +44,8 @@ if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
 __all__ = ["GROUPED_TILE_ROWS", "DispatchBytes", "dispatch_bytes", "expert_layer_times",
-           "grouped_gemm_s", "paired_exposed_parts_s", "paired_share", "stage_cost",
-           "sync_wait_s"]
+           "grouped_gemm_s", "overlap_refusal", "overlap_runs", "paired_exposed_parts_s",
+           "paired_share", "stage_cost", "sync_wait_s"]
 
 ROUTER_PASSES = 4.0
 """fp32 passes over the router's tokens x experts scores per forward: the score function
@@ -157,7 +159,8 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
     ep_forward, ep_backward = paired_exposed_parts_s(
         forward_comm_s=2.0 * (one + etp_comm),  # dispatch and combine, forward
         backward_comm_s=(2.0 + np.where(full, 2.0, 0.0)) * (one + etp_comm),  # (+ redone)
-        forward_s=forward, backward_s=backward + recompute, d=d, eff=eff)
+        forward_s=forward, backward_s=backward + recompute, d=d, eff=eff,
+        mtp_layers=model.mtp_layers)
     # the all-to-alls cross no NIC where every ep peer shares the rank's scale-up domain
     ep_inside = (sent.remote_bytes <= 0.0) & inside_domain(cluster, stride=1.0, size=d.etp)
     wait = sync_wait_s(model, d, eff, device_s=forward,
@@ -171,8 +174,8 @@ def expert_layer_times(model: MoEModelSpec, cluster: ClusterSpec, training: Trai
 
 
 def paired_exposed_parts_s(*, forward_comm_s: Array, backward_comm_s: Array,
-                           forward_s: Array, backward_s: Array, d: Degrees, eff: Efficiency
-                           ) -> tuple[Array, Array]:
+                           forward_s: Array, backward_s: Array, d: Degrees, eff: Efficiency,
+                           mtp_layers: int = 0) -> tuple[Array, Array]:
     """Exposed all-to-all seconds of one MoE layer and micro-batch, in its forward pass and in
     its backward pass (with the redone forward). The overlap pairs one
     micro-batch's forward with another's backward, layer by layer (Megatron-Core's
@@ -181,12 +184,56 @@ def paired_exposed_parts_s(*, forward_comm_s: Array, backward_comm_s: Array,
     pass's dispatch and combine hide behind the paired backward's compute, the backward's
     (and, under full recompute, the redone forward's) behind the paired forward's, each at
     most as long as that window (cost.overlap.exposed_s), on the share of chunks that have a
-    partner (paired_share)."""
-    hideable = eff.ep_overlap * paired_share(d)
+    partner (paired_share), where the schedule can pair them at all (overlap_runs)."""
+    hideable = eff.ep_overlap * paired_share(d) * overlap_runs(d, eff, mtp_layers=mtp_layers)
     return (exposed_s(forward_comm_s, backward_s, slowdown=eff.overlap_slowdown,
                       hideable=hideable),
             exposed_s(backward_comm_s, forward_s, slowdown=eff.overlap_slowdown,
                       hideable=hideable))
+
+
+_MEGATRON_OVERLAP_RULES: tuple[tuple[str, Callable[..., Any]], ...] = (
+    ("it needs ep > 1", lambda ep, pp, vs, recompute, mtp: ep > 1),
+    ("with pp > 1 it needs interleaved stages (virtual_stages >= 2)",
+     lambda ep, pp, vs, recompute, mtp: (pp <= 1) | (vs > 1)),
+    ("it excludes full recompute", lambda ep, pp, vs, recompute, mtp: recompute < 2),
+    ("it allows one multi-token-prediction layer at most",
+     lambda ep, pp, vs, recompute, mtp: mtp <= 1),
+)
+"""Megatron-Core's conditions for --overlap-moe-expert-parallel-comm, each with what a refused
+plan lacks: its TransformerConfig asserts expert parallelism, virtual stages where pp > 1 (the
+combined 1F1B schedule pairs the chunks of the interleaved schedule), no full recompute and
+at most one multi-token-prediction layer (core_v0.15.0
+megatron/core/transformer/transformer_config.py, __post_init__, the asserts under
+`if self.overlap_moe_expert_parallel_comm`). Arguments: ep, pp, virtual stages, the recompute
+code (cost.codec: 2 is full) and the model's MTP layers, arrays or numbers."""
+_RULES_OF_SCHEDULE = {"megatron": _MEGATRON_OVERLAP_RULES,
+                      "dualpipe": _MEGATRON_OVERLAP_RULES[:1]}
+"""Efficiency.ep_overlap_schedule's schedules and the rules each keeps: DeepSeek's DualPipe
+pairs the forward and backward chunks of a plain pipeline (arXiv 2412.19437 sec. 3.2.1,
+fig. 5): expert parallelism is all it needs."""
+
+
+def overlap_runs(d: Degrees, eff: Efficiency, *, mtp_layers: int = 0) -> Array:
+    """1.0 where the stack's schedule runs the expert all-to-all overlap for the plan, else 0.0
+    (Efficiency.ep_overlap_schedule; _MEGATRON_OVERLAP_RULES): a plan the schedule cannot
+    overlap hides nothing."""
+    rules = named(_RULES_OF_SCHEDULE, eff.ep_overlap_schedule, field="stack.ep_overlap_schedule")
+    runs: Array = np.ones(np.shape(d.ep), dtype=bool)
+    for _, holds in rules:
+        runs = runs & holds(d.ep, d.pp, d.vs, d.recompute, mtp_layers)
+    return np.where(runs, 1.0, 0.0)
+
+
+def overlap_refusal(*, ep: int, pp: int, virtual_stages: int, recompute: int, mtp_layers: int,
+                    schedule: str = "megatron") -> str | None:
+    """What one plan lacks for the schedule's expert all-to-all overlap (the first rule it
+    breaks, in words), or None where the schedule runs it: what `tuner plan` says where it
+    leaves Megatron's flag out."""
+    for lacks, holds in named(_RULES_OF_SCHEDULE, schedule, field="stack.ep_overlap_schedule"):
+        if not bool(holds(ep, pp, virtual_stages, recompute, mtp_layers)):
+            return lacks
+    return None
 
 
 def paired_share(d: Degrees) -> Array:

@@ -336,6 +336,10 @@ class StackSection(Frozen):
       torchtitan; cost.efficiency.Efficiency.reshard_after_forward);
     - ep_overlap: share of a mixture of experts' token all-to-alls hidden behind another
       micro-batch's compute (Megatron-Core's --overlap-moe-expert-parallel-comm, DualPipe);
+    - ep_overlap_schedule: the schedule that pairs the micro-batches for that overlap:
+      megatron (Megatron-Core's combined 1F1B: ep > 1, virtual stages where pp > 1, no full
+      recompute, at most one MTP layer; plans without them hide nothing) or dualpipe
+      (DeepSeek's DualPipe: any pipeline);
     - ep_dedup: tokens cross to each remote NVLink domain once (DeepEP, HybridEP); false for
       NCCL's all-to-all dispatcher;
     - expert_imbalance: the busiest expert rank's tokens over the mean (1.0: force-balanced
@@ -364,6 +368,7 @@ class StackSection(Frozen):
     offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None
     cross_entropy: Literal["megatron", "te", "compiled"] | None = None
     ep_overlap: Fraction | None = None
+    ep_overlap_schedule: Literal["megatron", "dualpipe"] | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
     expert_imbalance: Annotated[float, Field(ge=1, le=64, allow_inf_nan=False)] | None = None
     expert_epilogue: Literal["megatron", "automodel", "fused"] | None = None

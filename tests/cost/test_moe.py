@@ -214,6 +214,48 @@ def test_all_to_alls_hide_behind_the_paired_pass_only() -> None:
     assert float(exposed) == pytest.approx(4.0 - hidden + 0.15 * hidden)
 
 
+@pytest.mark.parametrize(("plan", "megatron", "dualpipe"), [
+    ({"ep": 16, "pp": 1, "vs": 1, "recompute": 0}, 1.0, 1.0),
+    ({"ep": 16, "pp": 2, "vs": 1, "recompute": 0}, 0.0, 1.0),  # no interleaving
+    ({"ep": 16, "pp": 2, "vs": 2, "recompute": 1}, 1.0, 1.0),
+    ({"ep": 16, "pp": 1, "vs": 1, "recompute": 2}, 0.0, 1.0),  # full recompute
+    ({"ep": 1, "pp": 1, "vs": 1, "recompute": 0}, 0.0, 0.0),  # nothing to overlap
+])
+def test_which_plans_the_schedule_overlaps(plan: dict[str, int], megatron: float,
+                                           dualpipe: float) -> None:
+    """Megatron-Core's TransformerConfig asserts (core_v0.15.0 transformer_config.py
+    1441-1480); DualPipe needs expert parallelism only."""
+    from cost.moe_time import overlap_refusal, overlap_runs
+
+    d = degrees(cluster(nodes=4), TrainingSpec(global_batch=256),
+                Plan(ep=plan["ep"], pp=plan["pp"], virtual_stages=plan["vs"],
+                     recompute=plan["recompute"], micro_batch=1))
+    for schedule, expected in (("megatron", megatron), ("dualpipe", dualpipe)):
+        eff = DEFAULT_EFFICIENCY.with_(ep_overlap_schedule=schedule)
+        assert float(overlap_runs(d, eff)) == expected
+        why = overlap_refusal(ep=plan["ep"], pp=plan["pp"], virtual_stages=plan["vs"],
+                              recompute=plan["recompute"], mtp_layers=0, schedule=schedule)
+        assert (why is None) is (expected == 1.0)
+    assert float(overlap_runs(d, DEFAULT_EFFICIENCY, mtp_layers=2)) == 0.0
+    assert overlap_refusal(ep=16, pp=1, virtual_stages=1, recompute=0, mtp_layers=2) == \
+        "it allows one multi-token-prediction layer at most"
+
+
+def test_a_plan_megatron_cannot_overlap_hides_nothing() -> None:
+    """With pp 2 and no virtual stages the exposed all-to-all is the whole of it, overlap
+    asked or not; with two virtual stages the overlap hides some."""
+    from cost.moe_time import paired_exposed_parts_s
+
+    eff = DEFAULT_EFFICIENCY.with_(ep_overlap=1.0)
+    for vs, hides in ((1, False), (2, True)):
+        d = degrees(cluster(nodes=4), TrainingSpec(global_batch=256),
+                    Plan(ep=16, pp=2, virtual_stages=vs, micro_batch=1))
+        exposed = sum(paired_exposed_parts_s(
+            forward_comm_s=np.float64(1.0), backward_comm_s=np.float64(3.0),
+            forward_s=np.float64(2.0), backward_s=np.float64(4.0), d=d, eff=eff))
+        assert (float(exposed) < 4.0) is hides
+
+
 def test_routed_activations_by_hand() -> None:
     # per routed copy: the permuted 1024-wide input, the gated 2 x 512 first-GEMM output
     # (bf16) and the 512-wide second-GEMM input; fp8 keeps both GEMM inputs in one byte;

@@ -121,3 +121,17 @@ def test_the_expert_overlap_is_written_only_where_megatron_core_runs_it(
     assert any("all-to-all overlap" in n for n in megatron.flags(lp)[1]) is blocked
     values = dict(nemo.assignments(lp)[0])
     assert values["recipe.model.config.overlap_moe_expert_parallel_comm"] is not blocked
+
+
+def test_the_note_says_what_the_predicted_step_assumed() -> None:
+    """Under Megatron-Core's schedule the cost model hides nothing where Megatron Core refuses
+    the overlap (cost.moe_time.overlap_runs), so the prediction stands; under DualPipe's it
+    hid the all-to-alls, which Megatron-LM will not."""
+    plan = MoEPlan(tp=1, pp=2, dp=128, ep=32, virtual_stages=1, micro_batch=1,
+                   recompute=Recompute("none"))
+    lp = dataclasses.replace(_launch(plan, model="deepseek-v3"), ep_overlap=True)
+    (note,) = [n for n in megatron.flags(lp)[1] if "all-to-all overlap" in n]
+    assert note.endswith("counts the all-to-alls as exposed too"), note
+    dual = dataclasses.replace(lp, ep_overlap_schedule="dualpipe")
+    (note,) = [n for n in megatron.flags(dual)[1] if "all-to-all overlap" in n]
+    assert "expect it slower" in note, note

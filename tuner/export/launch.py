@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cost import PlanRecord, PlanResult
+from cost import PlanRecord, PlanResult, Recompute
+from cost.moe_time import overlap_refusal
 from cost.transformer import ModelSpec, embedding_and_loss_split
 
 from ..engine.trial_spec import ChosenPlan
@@ -40,7 +41,8 @@ class LaunchPlan:
     tp_overlap: bool  # the model hid sequence-parallel traffic (Transformer Engine overlap)
     dp_overlap: bool  # the model overlapped data-parallel traffic with the passes
     ep_dedup: bool = True  # a token crosses to a remote domain once (DeepEP, HybridEP)
-    ep_overlap: bool = False  # the model hid the expert all-to-alls behind another batch
+    ep_overlap: bool = False  # the stack overlaps the expert all-to-alls with another batch
+    ep_overlap_schedule: str = "megatron"  # which schedule pairs them (stack)
     fp8_recipe: str = "delayed"  # how fp8 GEMM inputs are scaled (stack.fp8_recipe)
     pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
     stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
@@ -55,24 +57,18 @@ class LaunchPlan:
 
     @property
     def ep_overlap_blocked(self) -> str | None:
-        """Why Megatron Core cannot run the expert all-to-all overlap the model assumed
-        (TransformerConfig.__post_init__ at core_v0.15.0: it asserts ep > 1, interleaved
-        stages where pp > 1 (a virtual pipeline of 1 is none), no full recompute and at
-        most one MTP layer), or None where it can (or the model assumed none)."""
+        """Why Megatron Core cannot run the expert all-to-all overlap the stack asked for
+        (cost.moe_time.overlap_refusal, the rules the cost model applies; a virtual pipeline
+        of 1, or a layout of one chunk a stage, is none), or None where it can (or the stack
+        asked for none)."""
         if not self.ep_overlap or self.model.kind != "moe":
             return None
         pp, vs = int(self.plan.pp), int(self.plan.virtual_stages)
         if self.layout is not None:
             vs = (self.layout.count("|") + 1) // pp
-        if int(getattr(self.plan, "ep", 1)) < 2:
-            return "it needs ep > 1"
-        if pp > 1 and vs < 2:
-            return "with pp > 1 it needs interleaved stages (virtual_stages >= 2)"
-        if self.plan.recompute.value == "full":
-            return "it excludes full recompute"
-        if int(getattr(self.model, "mtp_layers", 0)) > 1:
-            return "it allows one multi-token-prediction layer at most"
-        return None
+        return overlap_refusal(ep=int(getattr(self.plan, "ep", 1)), pp=pp, virtual_stages=vs,
+                               recompute=list(Recompute).index(self.plan.recompute),
+                               mtp_layers=int(getattr(self.model, "mtp_layers", 0)))
 
     @property
     def gpus(self) -> int:
@@ -122,15 +118,20 @@ class LaunchPlan:
 
 
 def ep_overlap_notes(lp: LaunchPlan) -> list[str]:
-    """A note where the model hid the expert all-to-alls behind another micro-batch but the
-    framework cannot for this plan (LaunchPlan.ep_overlap_blocked): the flag is left out, and
-    the predicted step time assumed the overlap."""
+    """A note where the stack asked for the expert all-to-all overlap but Megatron Core cannot
+    run it for this plan (LaunchPlan.ep_overlap_blocked): the flag is left out. Under
+    Megatron-Core's schedule the model hid nothing either; under another (DualPipe) it did,
+    and the framework's step will be slower than predicted."""
     why = lp.ep_overlap_blocked
     if why is None:
         return []
-    return [f"the expert all-to-all overlap the model assumed (stack.ep_overlap) is not set: "
-            f"Megatron Core refuses it for this plan ({why}); the predicted step time "
-            "counts the all-to-alls as hidden, so expect it slower"]
+    if lp.ep_overlap_schedule == "megatron":
+        effect = "the predicted step time counts the all-to-alls as exposed too"
+    else:
+        effect = (f"the predicted step time hid the all-to-alls ({lp.ep_overlap_schedule}'s "
+                  "schedule), so expect it slower")
+    return [f"the expert all-to-all overlap (stack.ep_overlap) is not set: Megatron Core "
+            f"refuses it for this plan ({why}); {effect}"]
 
 
 def pipeline_layout(layers: int, pp: int, vs: int, *, mtp: int = 0) -> str:
@@ -180,5 +181,6 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
         tp_overlap=efficiency.tp_overlap > 0 and plan.sequence_parallel and plan.tp > 1,
         dp_overlap=efficiency.dp_overlap > 0 and plan.dp > 1,
         ep_dedup=efficiency.ep_dedup, ep_overlap=efficiency.ep_overlap > 0,
+        ep_overlap_schedule=efficiency.ep_overlap_schedule,
         fp8_recipe=efficiency.fp8_recipe, pools=parts,
         stage_split=stage_layers(parts, int(getattr(model, "layers", 0))))
