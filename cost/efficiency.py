@@ -258,7 +258,10 @@ class Efficiency:
     "te" (Transformer Engine's parallel_cross_entropy, cross_entropy_fusion_impl="te": it
     computes the fp32 softmax in registers and writes the gradient into the 16-bit logits in
     place, so the loss holds only the 2-byte logits) or "compiled" (the loss inside
-    torch.compile's graph: bf16 logits and their bf16 gradient, no fp32 copy;
+    torch.compile's graph: bf16 logits and their bf16 gradient, no fp32 copy) or
+    "loss_parallel" (PyTorch's torch.distributed.tensor.parallel.loss_parallel, run eagerly
+    on vocabulary-sharded logits where tp > 1: its decomposed log-softmax and fused
+    nll/log-softmax backward hold 16 bytes per logit; at tp = 1 the kernel style's own loss;
     cost.software.LOSS_KERNELS)."""
     reserved_bytes: float = 1.0 * 2**30
     """HBM no tensor gets: the CUDA context and the GEMM libraries' workspaces (bytes)."""

@@ -177,5 +177,5 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
         activations_bytes=activations,
         buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
                                      first_stage=activations,
-                                     logits_bytes=held_logits_bytes(eff),
+                                     logits_bytes=held_logits_bytes(eff, tp=d.tp),
                                      sizes=sizes, rebuilt=rebuilt) + dispatch)

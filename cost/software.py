@@ -15,12 +15,15 @@ With `stack.cuda_graphs` the host replays captured graphs and launches nothing p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .errors import named
 
 if TYPE_CHECKING:
     from .efficiency import Efficiency
+    from .inputs import Array
 
 __all__ = ["KERNEL_STYLES", "LOSS_KERNELS", "KernelStyle", "held_logits_bytes", "kernel_style",
            "streamed_logits_bytes"]
@@ -127,21 +130,45 @@ LOSS_KERNELS = {
     # bf16 logits and their bf16 gradient (2 + 2) and streams them: read forward, read again
     # and write the gradient backward (2 + 2 + 2).
     "compiled": (4.0, 6.0),
+    # PyTorch's loss_parallel (torch.distributed.tensor.parallel.loss, which torchtitan enters
+    # whenever tp > 1 and calls eagerly on the vocabulary-sharded DTensor logits), counted from
+    # its decomposition. Forward: the caller's `.float()` copy (4) beside the bf16 logits (2),
+    # then _log_softmax's `shifted = x - x_max` (4) and `torch.exp(shifted)` (4): 14 bytes
+    # live. Backward: _nll_loss_and_log_softmax_backward keeps the saved log-softmax x (4), a
+    # `torch.zeros_like(x)` gradient (4) and evaluates `(grad_input + torch.exp(x)) *
+    # grad_output`: exp(x) (4) and the sum (4), then the sum and the product: 16 bytes live at
+    # its peak. Streamed: forward cast 2 + 4, amax 4, subtract 8, exp 8, sum 4, subtract 8;
+    # backward zeros 4, exp 8, add 12, multiply 8, the cast back 4 + 2: 76.
+    "loss_parallel": (16.0, 76.0),
 }
 """Loss kernels (`stack.cross_entropy`): (bytes held per token and vocabulary entry at the
 loss, None for the kernel style's `logits_bytes`; HBM bytes streamed per entry)."""
+
+_VOCAB_SHARDED = "loss_parallel"
+"""The loss kernel that runs only on vocabulary-sharded logits: with tp = 1 there is no
+DTensor to dispatch on and the kernel style's own loss runs (torchtitan's ParallelDims:
+loss_parallel_enabled = tp > 1 and enable_loss_parallel)."""
 
 
 def _loss_kernel(eff: Efficiency) -> tuple[float | None, float]:
     return named(LOSS_KERNELS, eff.cross_entropy, field="stack.cross_entropy")
 
 
-def held_logits_bytes(eff: Efficiency) -> float:
-    """Bytes per token and vocabulary entry held at the loss (cost.transformer_memory)."""
+def _by_tp(eff: Efficiency, sharded: float, unsharded: float, tp: Any) -> Array | float:
+    if eff.cross_entropy != _VOCAB_SHARDED:
+        return sharded
+    return np.where(np.asarray(tp, dtype=np.float64) > 1, sharded, unsharded)
+
+
+def held_logits_bytes(eff: Efficiency, *, tp: Any = 1.0) -> Array | float:
+    """Bytes per token and vocabulary entry held at the loss (cost.transformer_memory) of a
+    plan with `tp` tensor-parallel ranks."""
     held = _loss_kernel(eff)[0]
-    return kernel_style(eff).logits_bytes if held is None else held
+    style = kernel_style(eff).logits_bytes
+    return _by_tp(eff, style if held is None else held, style, tp)
 
 
-def streamed_logits_bytes(eff: Efficiency) -> float:
-    """HBM bytes per token and vocabulary entry the loss streams, forward and backward."""
-    return _loss_kernel(eff)[1]
+def streamed_logits_bytes(eff: Efficiency, *, tp: Any = 1.0) -> Array | float:
+    """HBM bytes per token and vocabulary entry the loss streams, forward and backward, at
+    `tp` tensor-parallel ranks."""
+    return _by_tp(eff, _loss_kernel(eff)[1], LOSS_KERNELS["megatron"][1], tp)

@@ -174,7 +174,7 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
     activations = per_layer * layers_in_flight(d, shape) - offloaded_activation_bytes(
         per_layer, d, shape, eff.activation_offload_layers)
     params = stage_parameters(model, d, shape)
-    logits_bytes = held_logits_bytes(eff)
+    logits_bytes = held_logits_bytes(eff, tp=d.tp)
     buffers = _buffers_bytes(model, d, shape, per_layer=per_layer, first_stage=activations,
                              logits_bytes=logits_bytes, sizes=sizes)
     if eff.autocast:  # autocast keeps a 16-bit copy of every weight for the backward
@@ -189,7 +189,7 @@ def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficie
 
 def _buffers_bytes(
     model: ModelSpec, d: Degrees, shape: StageShape, *, per_layer: Array, first_stage: Array,
-    logits_bytes: float, sizes: dict[str, Any], rebuilt: Array | None = None,
+    logits_bytes: Array | float, sizes: dict[str, Any], rebuilt: Array | None = None,
 ) -> Array:
     """Transient working memory on the fullest stage. The last stage computes the loss on the
     logits (T·V/tp·`logits_bytes`: fp32 logits and their gradient in Megatron's fused

@@ -372,7 +372,7 @@ def logits_s(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, tok
                   peak_flops_per_s=gpu.peak_for(precision),
                   hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, element_bytes=act,
                   fraction=eff.gemm_fraction_for(gpu), eff=eff)
-    loss = memory_bound_s(streamed_logits_bytes(eff) * tokens * model.vocab / d.tp,
+    loss = memory_bound_s(streamed_logits_bytes(eff, tp=d.tp) * tokens * model.vocab / d.tp,
                           hbm_bytes_per_s=gpu.hbm_bandwidth_bytes_per_s, eff=eff)
     return 3.0 * gemm + loss
 

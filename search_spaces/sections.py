@@ -321,7 +321,9 @@ class StackSection(Frozen):
       tokens' input to the first expert GEMM), moe_act (the activation function's input);
     - cross_entropy: megatron (fp32 logits and gradient) or te (Transformer Engine's
       in-place cross-entropy: only the 16-bit logits stay) or compiled (the loss inside
-      torch.compile's graph: bf16 logits and gradient, cost.software.LOSS_KERNELS);
+      torch.compile's graph: bf16 logits and gradient) or loss_parallel (PyTorch's eager
+      loss_parallel on vocabulary-sharded logits where tp > 1, torchtitan's: 16 bytes per
+      logit at its backward; cost.software.LOSS_KERNELS);
     - attention_kernel: fused (cuDNN fused attention / FlashAttention-3, Transformer Engine's)
       or flash2 (FlashAttention-2, PyTorch's scaled_dot_product_attention on Hopper: 35/75 of
       the fused rate, cost.efficiency.Efficiency.attention_kernel);
@@ -366,7 +368,7 @@ class StackSection(Frozen):
     expandable_segments: bool | None = Field(default=None, strict=True)
     activation_offload_layers: Annotated[int, Field(strict=True, ge=0, le=10**4)] | None = None
     offload_modules: tuple[Literal["expert_fc1", "moe_act"], ...] | None = None
-    cross_entropy: Literal["megatron", "te", "compiled"] | None = None
+    cross_entropy: Literal["megatron", "te", "compiled", "loss_parallel"] | None = None
     ep_overlap: Fraction | None = None
     ep_overlap_schedule: Literal["megatron", "dualpipe"] | None = None
     ep_dedup: bool | None = Field(default=None, strict=True)
