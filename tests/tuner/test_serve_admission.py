@@ -14,7 +14,10 @@ from typing import Any
 
 import optuna
 
+from studies import SEARCH_ATTR
 from tuner.serve.config import ServeConfig
+from tuner.serve.progress import SERVE_ATTR
+from tuner.serve.runner import Runner
 from tuner.serve.service import RequestError, Service
 
 from .specs import tiny
@@ -71,3 +74,37 @@ def test_one_study_posted_at_once_twice_starts_its_workers_once() -> None:
         answers = list(pool.map(lambda _: _post(service, "same"), range(4)))
     assert answers == ["same"] * 4
     assert runner.launched == ["same"]
+
+
+class _RecordingRunner(Runner):
+    """The server's runner with launches recorded, not spawned (and never ending)."""
+
+    def __init__(self, storage: optuna.storages.BaseStorage, max_studies: int) -> None:
+        super().__init__(storage, "sqlite://", workers=2, heartbeat_s=60,
+                         max_studies=max_studies)
+        self.launched: list[str] = []
+
+    def launch(self, study: optuna.Study, *, count: int, deadline: float | None,
+               requested: str | None = None) -> None:
+        self.launched.append(study.study_name)
+
+    def running(self) -> set[str]:
+        return set(self.launched)
+
+
+def test_a_restarted_server_resumes_no_more_studies_than_max_studies() -> None:
+    """Three unfinished studies a stopped server ran (their workers gone): a server started
+    again with --max-studies 2 resumes the two requested first and leaves the third for a
+    POST of its spec."""
+    storage = optuna.storages.InMemoryStorage()
+    for name, requested in (("late", "2026-01-03T00:00:00+00:00"),
+                            ("first", "2026-01-01T00:00:00+00:00"),
+                            ("second", "2026-01-02T00:00:00+00:00")):
+        study = optuna.create_study(study_name=name, storage=storage)
+        study.set_user_attr("target_trials", 10)
+        study.set_user_attr(SEARCH_ATTR, {"sampler": "random"})
+        study.set_user_attr(SERVE_ATTR, {"workers": 2, "requested": requested,
+                                         "deadline": None, "processes": []})
+    runner = _RecordingRunner(storage, max_studies=2)
+    runner.resume()
+    assert runner.launched == ["first", "second"]

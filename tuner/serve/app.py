@@ -57,7 +57,7 @@ def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> Fas
     """The app over `storage` (opened by the caller, so that a bad URL is one line before
     the server starts); its workers start with the app and stop with it."""
     runner = Runner(storage, config.storage_url, workers=config.workers,
-                    heartbeat_s=config.heartbeat_s)
+                    heartbeat_s=config.heartbeat_s, max_studies=config.max_studies)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -73,7 +73,8 @@ def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> Fas
 
     app = FastAPI(title="cluster-tuner", version=_version(), description=DESCRIPTION,
                   lifespan=lifespan)
-    app.state.service = Service(config=config, storage=storage, runner=runner)
+    app.state.service = Service(config=config, storage=storage, runner=runner,
+                                admission=runner.admission)
     app.state.evaluations = asyncio.Semaphore(config.evaluations)
     guard = [Depends(bearer_guard(config.token))] if config.token else []
     app.include_router(v1_router(guard))

@@ -84,6 +84,12 @@ def _alive(record: dict[str, Any]) -> bool:
     return not process_gone(record) and not _zombie(int(record.get("pid", 0)))
 
 
+def _requested(study: optuna.Study) -> str:
+    """When the study was first requested (SERVE_ATTR's ISO time; sorts in time order)."""
+    record = study.user_attrs.get(SERVE_ATTR)
+    return str(record.get("requested") or "") if isinstance(record, dict) else ""
+
+
 def _last_line(log: IO[bytes]) -> str:
     log.seek(0)
     lines = [line for line in log.read().decode("utf-8", "replace").splitlines() if line]
@@ -94,9 +100,13 @@ class Runner:
     """Worker processes of the studies this server runs (see the module's docstring)."""
 
     def __init__(self, storage: optuna.storages.BaseStorage, url: str, *, workers: int,
-                 heartbeat_s: int) -> None:
+                 heartbeat_s: int, max_studies: int | None = None) -> None:
         self.storage = storage
         self.url = url
+        self.max_studies = max_studies
+        self.admission = threading.Lock()
+        """Held from counting the running studies to starting a study's workers, by the
+        resumption here and by POST /v1/studies (tuner.serve.service.Service.admission)."""
         self.workers = workers
         self.heartbeat_s = heartbeat_s
         self._studies: dict[str, _Study] = {}
@@ -184,31 +194,59 @@ class Runner:
 
     def resume(self) -> None:
         """Adopt or restart the workers of every unfinished study this server's storage
-        holds with a SERVE_ATTR (see the module's docstring)."""
+        holds with a SERVE_ATTR (see the module's docstring): first adopt the workers still
+        alive, then start workers for the rest, the earliest requested first, while fewer
+        than `max_studies` studies run (those left wait for a POST of their spec)."""
+        studies = []
         for name in sorted(optuna.study.get_all_study_names(self.storage)):
-            if self._stopping.is_set():
-                return
             try:
-                self._resume(load_study(self.storage, name))
+                studies.append(load_study(self.storage, name))
             except StudyError as err:
                 _LOG.warning("study %s is not resumed: %s", name, err)
+        left = [study for study in studies if not self._adopted(study)]
+        for study in sorted(left, key=_requested):
+            if self._stopping.is_set():
+                return
+            with self.admission:
+                self._restart(study)
 
-    def _resume(self, study: optuna.Study) -> None:
+    def _unfinished(self, study: optuna.Study) -> dict[str, Any] | None:
+        """The study's SERVE_ATTR where this server should run it: ours, unfinished, not
+        running here already, before its deadline; else None."""
         record = study.user_attrs.get(SERVE_ATTR)
         if not isinstance(record, dict) or finished(study) or self.live(study.study_name):
-            return  # not ours, nothing to run, or posted again meanwhile (running)
-        name, deadline = study.study_name, record.get("deadline")
+            return None  # not ours, nothing to run, or posted again meanwhile (running)
+        deadline = record.get("deadline")
         if deadline is not None and deadline <= time.time():
-            return
+            return None
+        return record
+
+    def _adopted(self, study: optuna.Study) -> bool:
+        """Adopt the recorded workers of the study still alive; True if it has any."""
+        record = self._unfinished(study)
+        if record is None:
+            return False
         alive = [r for r in record.get("processes", []) if isinstance(r, dict) and _alive(r)]
-        if alive:
-            with self._lock:
-                self._studies.setdefault(name, _Study()).adopted = alive
-            _LOG.info("study %s: %d running worker(s) adopted", name, len(alive))
+        if not alive:
+            return False
+        with self._lock:
+            self._studies.setdefault(study.study_name, _Study()).adopted = alive
+        _LOG.info("study %s: %d running worker(s) adopted", study.study_name, len(alive))
+        return True
+
+    def _restart(self, study: optuna.Study) -> None:
+        record = self._unfinished(study)
+        if record is None:
+            return
+        name, running = study.study_name, self.running()
+        if self.max_studies is not None and len(running) >= self.max_studies:
+            _LOG.warning("study %s: unfinished, not resumed: %d studies run, the most "
+                         "--max-studies allows; POST its spec again to resume it", name,
+                         len(running))
             return
         _LOG.info("study %s: unfinished and no worker runs it; resuming", name)
-        self.launch(study, count=int(record.get("workers", self.workers)), deadline=deadline,
-                    requested=record.get("requested"))
+        self.launch(study, count=int(record.get("workers", self.workers)),
+                    deadline=record.get("deadline"), requested=record.get("requested"))
 
     def stop(self) -> None:
         """SIGTERM every worker (each requeues its running trial and exits), SIGKILL those
