@@ -37,10 +37,10 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-def _quantity(kind: str) -> Any:
+def _quantity(kind: str, *, positive: bool = False) -> Any:
     def parse(value: Any) -> float:
         try:
-            return parse_quantity(value, kind, field="")
+            return parse_quantity(value, kind, field="", positive=positive)
         except SpecError as err:
             raise ValueError(err.message) from None
 
@@ -52,11 +52,12 @@ Count = Annotated[int, Field(strict=True, ge=1, le=MAX_GPUS)]
 Size = Annotated[int, Field(strict=True, ge=1, le=10**9)]
 """A model dimension or batch size: a whole number >= 1."""
 Bytes = Annotated[float, _quantity("bytes")]
-PositiveBytes = Annotated[float, _quantity("bytes"), Field(gt=0)]
+PositiveBytes = Annotated[float, _quantity("bytes", positive=True), Field(gt=0)]
 BytesPerS = Annotated[float, _quantity("bytes_per_s")]
-PositiveBytesPerS = Annotated[float, _quantity("bytes_per_s"), Field(gt=0)]
-FlopsPerS = Annotated[float, _quantity("flops_per_s"), Field(gt=0)]
-Seconds = Annotated[float, _quantity("seconds"), Field(gt=0)]
+PositiveBytesPerS = Annotated[float, _quantity("bytes_per_s", positive=True),
+                              Field(gt=0)]
+FlopsPerS = Annotated[float, _quantity("flops_per_s", positive=True), Field(gt=0)]
+Seconds = Annotated[float, _quantity("seconds", positive=True), Field(gt=0)]
 Usd = Annotated[float, _quantity("usd")]
 TokenCount = Annotated[float, _quantity("count")]
 NonNegative = Annotated[float, _quantity("count")]

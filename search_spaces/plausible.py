@@ -119,11 +119,12 @@ def _si(value: float, kind: str) -> str:
 
 
 def check_bare(value: Any, field: str) -> float:
-    """`value` parsed into SI units (search_spaces.units); SpecError when it is a bare number
-    under the field's bound (BOUNDS), naming the unit the user probably meant."""
+    """`value` parsed into SI units (search_spaces.units), above 0 unless the field's bound
+    takes 0 (Bound.zero: an expansion tier of none); SpecError when it is a bare number under
+    the field's bound (BOUNDS), naming the unit the user probably meant."""
     bound = BOUNDS[field]
-    number = parse_quantity(value, bound.kind, field="")
-    if not is_bare(value) or number >= bound.least or number == 0:  # 0: the field's own rule
+    number = parse_quantity(value, bound.kind, field="", positive=not bound.zero)
+    if not is_bare(value) or number >= bound.least or number == 0:
         return number
     unit = _likely_unit(number, bound)
     what = f" ({bound.what})" if bound.what else ""

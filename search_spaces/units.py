@@ -65,20 +65,22 @@ def _unit_table() -> dict[str, tuple[str, float, float]]:
 _UNITS = _unit_table()
 
 
-def parse_quantity(value: object, kind: str, *, field: str) -> float:
+def parse_quantity(value: object, kind: str, *, field: str, positive: bool = False) -> float:
     """`value` (a number in base units, or a string with a unit of `kind`) as a float in SI
     base units: bytes, bytes/s, FLOP/s, seconds, USD, or a plain count.
 
-    Raises SpecError naming `field` and a correct example for negative, NaN/inf, boolean,
-    unparseable values and units of another kind ("80 GB/s" where bytes are expected)."""
+    Raises SpecError naming `field` and a correct example for negative (with `positive`,
+    zero too), NaN/inf, boolean, unparseable values and units of another kind ("80 GB/s"
+    where bytes are expected)."""
     if kind not in _EXAMPLES:
         raise ValueError(f"unknown quantity kind {kind!r}; choose one of {', '.join(KINDS)}")
     hint = f"write {_DESCRIPTION[kind]}, e.g. {_EXAMPLES[kind]}"
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise SpecError(f"expected {_DESCRIPTION[kind]}, got {value!r}; {hint}", field=field)
     number = float(value) if not isinstance(value, str) else _parse_text(value, kind, field, hint)
-    if not math.isfinite(number) or number < 0:
-        raise SpecError(f"{value!r} must be a finite number >= 0; {hint}", field=field)
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        bound = "above 0" if positive else ">= 0"
+        raise SpecError(f"{value!r} must be a finite number {bound}; {hint}", field=field)
     return number
 
 

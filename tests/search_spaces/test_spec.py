@@ -202,7 +202,7 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
     ("negative nodes", _section("cluster", nodes=-8), "cluster.nodes", "greater than"),
     ("zero hbm", _section("cluster", gpu={"name": "x", "peak_flops": 1e15, "hbm_capacity": 0,
                                           "hbm_bandwidth": 1e12}),
-     "cluster.gpu.hbm_capacity", "greater than 0"),
+     "cluster.gpu.hbm_capacity", "0 must be a finite number above 0"),
     ("too many gpus", _section("cluster", nodes=500_000), "cluster.nodes", "1,000,000"),
     ("choice with a bad value", _section("plan", tp=[1, 0]), "plan.tp[1]", "greater than"),
     ("range with a typo", _section("plan", pp={"min": 1, "max": 8, "stepp": 2}), "plan.pp.stepp",

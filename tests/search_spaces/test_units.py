@@ -91,3 +91,23 @@ def test_wrong_kind_says_what_it_is() -> None:
 def test_unknown_kind_is_a_programming_error() -> None:
     with pytest.raises(ValueError, match="unknown quantity kind"):
         parse_quantity(1, "watts", field="f")
+
+
+def test_a_quantity_that_must_be_positive_says_so_for_negatives_and_zero() -> None:
+    """search.timeout and the GPU's bandwidths must be above 0: -1 and 0 get the same line,
+    where -1 was told ">= 0" and 0 then "greater than 0"."""
+    import pytest
+
+    from search_spaces import SpecError, parse_spec
+
+    base = {"name": "t", "model": "gpt3-125m", "training": {"global_batch": 64},
+            "cluster": {"gpu": "a100-80gb", "nodes": 1, "gpus_per_node": 8}}
+    for value in (-1, 0, "0 s"):
+        with pytest.raises(SpecError) as err:
+            parse_spec({**base, "search": {"timeout": value}})
+        assert f"{value!r} must be a finite number above 0" in str(err.value), err.value
+    for value in (-2, 0):
+        with pytest.raises(SpecError) as err:
+            parse_spec({**base, "cluster": {**base["cluster"],
+                                            "gpu": {"base": "a100-80gb", "hbm_bandwidth": value}}})
+        assert f"{value!r} must be a finite number above 0" in str(err.value), err.value
