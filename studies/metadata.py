@@ -175,14 +175,24 @@ def load_study(
     try:
         storage.get_study_id_from_name(name)
     except KeyError:
-        raise StudyError(f"no study named '{name}' in {_storage_name(storage)}; "
-                         "`tuner studies` lists the studies there") from None
+        raise StudyError(f"no study named '{name}' in {_storage_name(storage)}"
+                         f"{_nearest_name(storage, name)}; `tuner studies` lists the studies "
+                         "there") from None
     study = optuna.load_study(study_name=name, storage=storage, sampler=sampler)
     version = study.user_attrs.get("schema_version", SCHEMA_VERSION)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
         raise StudyError(f"study '{name}' was written with metadata schema {version}, newer "
                          f"than this tuner's {SCHEMA_VERSION}; upgrade cluster-tuner")
     return study
+
+
+def _nearest_name(storage: optuna.storages.BaseStorage, name: str) -> str:
+    """" (did you mean 'NAME'?)" for the stored study name nearest a mistyped one, else ""."""
+    import difflib  # only for a study that is not there
+
+    names = [s.study_name for s in storage.get_all_studies()]
+    near = difflib.get_close_matches(name, names, n=1)
+    return f" (did you mean '{near[0]}'?)" if near else ""
 
 
 def stored_spec(study: optuna.Study) -> StudySpec:

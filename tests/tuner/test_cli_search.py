@@ -130,6 +130,25 @@ def test_resume_of_a_missing_study_is_refused(spec_path: str, storage: str) -> N
     assert len(err.strip().splitlines()) == 1
 
 
+def test_a_mistyped_study_name_is_answered_with_the_nearest_stored_one(spec_path: str,
+                                                                      storage: str) -> None:
+    name = _json("search", spec_path, "--trials", "2", "--storage", storage)["study"]
+    code, _, err = _run("best", name[:-1] + "x", "--storage", storage)
+    assert code == 2 and f"(did you mean '{name}'?)" in err, err
+    code, _, err = _run("best", "zzzzzzzz", "--storage", storage)
+    assert code == 2 and "did you mean" not in err, err
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("list", "studies"), ("ls", "studies"),
+                                              ("serach", "search"), ("evalute", "evaluate")])
+def test_a_command_that_does_not_exist_is_answered_with_the_one_likely_meant(
+        typed: str, meant: str) -> None:
+    code, out, err = _run(typed)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert f"no such command '{typed}' (did you mean `tuner {meant}`?); see `" in err, err
+
+
 def test_resume_without_a_storage_file_is_refused(tmp_path: Path) -> None:
     code, _, err = _run("resume", "tiny", "--storage", f"sqlite:///{tmp_path / 'none.db'}")
     assert code == 2 and "no file" in err and len(err.strip().splitlines()) == 1

@@ -100,6 +100,20 @@ class _Group(click.Group):
         command: click.Command = getattr(module, cmd_name)
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with the command a mistyped or familiar name likely meant (`tuner list`:
+        `tuner studies`)."""
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):
+            import difflib  # only for a command that does not exist
+
+            near = _SYNONYMS.get(name) or next(
+                iter(difflib.get_close_matches(name, list(COMMANDS), n=1)), None)
+            if near is not None:
+                ctx.fail(f"no such command {name!r} (did you mean `tuner {near}`?)")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
@@ -127,6 +141,11 @@ class _Group(click.Group):
             for line in _lines(err):
                 click.echo(f"error: {line}", err=True)
             sys.exit(EXIT_USER_ERROR)
+
+
+_SYNONYMS = {"list": "studies", "ls": "studies", "show": "best", "run": "search",
+             "eval": "evaluate", "open": "dashboard"}
+"""Names other tools use for what a tuner command does."""
 
 
 @click.group(cls=_Group)
