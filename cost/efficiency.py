@@ -189,6 +189,12 @@ class Efficiency:
     "attention" (Megatron-LM, Korthikanti et al. MLSys'23 sec. 5: the attention core only) or
     "op" (PyTorch per-op selective activation checkpointing as torchtitan applies it: GEMM and
     attention outputs kept except every second GEMM's, element-wise work recomputed)."""
+    tensor_parallel: str = "megatron"
+    """How tensor parallelism keeps a column-parallel GEMM's input under sequence parallelism
+    (cost.transformer_memory.head_input_bytes): "megatron" (Megatron-Core saves the
+    sequence-sharded input and all-gathers it again in the backward) or "dtensor" (PyTorch's
+    torch.distributed.tensor.parallel, as torchtitan applies it: the input is redistributed
+    to Replicate before the GEMM and saved gathered)."""
     attention_kernel: str = "fused"
     """The flash-attention kernel: "fused" (cuDNN's fused attention or FlashAttention-3, what
     Transformer Engine runs on Hopper and Blackwell: `attention_fraction`) or "flash2"

@@ -146,7 +146,8 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     sizes: dict[str, Any] = {"act_bytes": act, "flash_attention": eff.flash_attention,
                              "input_bytes": gemm_input_bytes(training.precision),
                              "norm_bytes": 4.0 if eff.autocast else None,
-                             "projection_copies": style.projection_copies}
+                             "projection_copies": style.projection_copies,
+                             "gathered_inputs": eff.tensor_parallel == "dtensor"}
     dense = activation_bytes_per_layer(model, d, **sizes)
     routed = routed_activation_bytes(model, d, act_bytes=act, input_bytes=sizes["input_bytes"],
                                      imbalance=eff.expert_imbalance)

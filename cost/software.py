@@ -61,7 +61,13 @@ class KernelStyle:
     running it, so the layer's last GEMM (the MLP's second) is never redone (nor the residual
     add after it, small and left in). Under torch.compile the partitioner recomputes only
     what the backward reads, to the same effect. Megatron's CheckpointFunction reruns the
-    whole forward (False)."""
+    whole forward (False).
+    sac_keeps_unread: per-op selective checkpointing keeps every output its policy marks
+    must-save, also those no backward reads (cost.transformer_memory.op_sac_bytes_per_token):
+    eager PyTorch's checkpoint caches them all (torch/utils/checkpoint.py
+    _CachingTorchDispatchMode); under torch.compile the partitioner drops the saved values its
+    backward graph does not read (torch/_functorch/partitioners.py _extract_fwd_bwd_modules):
+    False."""
 
     forward_kernels: float
     backward_kernels: float
@@ -74,6 +80,7 @@ class KernelStyle:
     logits_bytes: float
     checkpoint_early_stop: bool = False
     grads_reallocated: bool = False
+    sac_keeps_unread: bool = True
 
 
 KERNEL_STYLES = {
@@ -106,7 +113,8 @@ KERNEL_STYLES = {
     # loss is compiled too, `stack.cross_entropy: compiled` says so (LOSS_KERNELS).
     "compiled": KernelStyle(forward_kernels=8.0, backward_kernels=14.0, gated_kernels=0.0,
                             hidden_passes=8.0, ffn_passes=2.0, projection_copies=1.0,
-                            logits_bytes=12.0, checkpoint_early_stop=True),
+                            logits_bytes=12.0, checkpoint_early_stop=True,
+                            sac_keeps_unread=False),
 }
 
 

@@ -15,7 +15,7 @@ from .flops import layer_parameters
 from .inputs import ClusterSpec, TrainingSpec
 from .precision import element_bytes, state_bytes
 from .software import held_logits_bytes
-from .transformer_memory import activation_bytes_per_layer, activation_sizes
+from .transformer_memory import activation_bytes_per_layer, activation_sizes, head_input_bytes
 from .transformer_time import host_s, layer_times, logits_s, stage_shape
 from .workload import LayerCosts
 
@@ -51,7 +51,8 @@ def layer_costs(model: ModelSpec, cluster: ClusterSpec, training: TrainingSpec, 
         layer_params=np.broadcast_to(layer_parameters(model) / d.tp, d.shape),
         end_params=model.vocab * model.hidden / d.tp + model.hidden,
         layer_activation_bytes=kept,
-        last_buffer_bytes=held_logits_bytes(eff, tp=d.tp) * tokens * model.vocab / d.tp,
+        last_buffer_bytes=(held_logits_bytes(eff, tp=d.tp) * tokens * model.vocab / d.tp
+                           + head_input_bytes(model, d, **sizes)),
         buffer_bytes=np.where(d.recompute >= 2, rebuilt, 0.0),
         copy_bytes_per_param=2.0 if eff.autocast else 0.0,
         send_bytes=act * tokens * model.hidden / d.tp,

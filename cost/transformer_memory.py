@@ -26,7 +26,7 @@ from .workload import Footprint, ParamGroup
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["activation_bytes_per_layer", "footprint", "layers_in_flight",
+__all__ = ["activation_bytes_per_layer", "footprint", "head_input_bytes", "layers_in_flight",
            "mlp_activation_elements", "offloaded_activation_bytes", "op_sac_bytes_per_token",
            "stage_parameters"]
 
@@ -63,6 +63,7 @@ def activation_bytes_per_layer(
     input_bytes: float | None = None, norm_bytes: float | None = None,
     projection_copies: float = 1.0, ffn_hidden: float | None = None,
     selective_policy: str = "attention", gated_copies: float = 0.0,
+    sac_keeps_unread: bool = True, gathered_inputs: bool = False,
 ) -> Array:
     """Stored activations of one layer for one micro-batch on one GPU (bytes), tensor by
     tensor after Korthikanti et al. (MLSys'23, sec. 4), generalised to GQA, multi-head latent
@@ -80,7 +81,9 @@ def activation_bytes_per_layer(
     fp32 (`norm_bytes` 4); eager PyTorch keeps a second copy of the attention output
     (`projection_copies`) and, in a gated MLP, `gated_copies` f-wide copies more (the SiLU
     output that the product saves). `selective_policy` "op": selective recompute keeps what
-    op_sac_bytes_per_token says instead."""
+    op_sac_bytes_per_token says instead (`sac_keeps_unread`: eager, as that function says).
+    `gathered_inputs`: the QKV and first-MLP GEMM inputs are saved all-gathered, unsharded by
+    sequence parallelism (PyTorch DTensor tensor parallelism, head_input_bytes)."""
     h = model.hidden
     f = model.ffn_hidden if ffn_hidden is None else ffn_hidden
     shape = attention_shape(model)
@@ -89,7 +92,9 @@ def activation_bytes_per_layer(
     norm = a if norm_bytes is None else norm_bytes
     tokens = d.mb * model.seq_len / d.cp
     masks = 2.0 * _MASK_BYTES if model.dropout else 0.0
-    replicated = tokens * (h * (2.0 * norm + 2.0 * q + masks) + a * shape.latent_width) / d.shard
+    gemm_inputs = tokens * h * 2.0 * q / (1.0 if gathered_inputs else d.shard)
+    replicated = (tokens * (h * (2.0 * norm + masks) + a * shape.latent_width) / d.shard
+                  + gemm_inputs)
     out = shape.out_width
     projection = projection_copies * a * out + (q * out if q != a else 0.0)
     qkv = a * (shape.q_width + shape.k_width + shape.v_width)
@@ -99,30 +104,78 @@ def activation_bytes_per_layer(
     s = model.seq_len
     per_score = a + (_MASK_BYTES + a if model.dropout else 0.0)
     scores = 0.0 if flash_attention else per_score * d.mb * model.heads * (s / d.cp) * s / d.tp
-    selective = replicated + sharded
+    kept = replicated + sharded
+    selective = kept
     if selective_policy == "op":
         selective = tokens * op_sac_bytes_per_token(model, d, act_bytes=a, input_bytes=norm,
-                                                    ffn_hidden=f)
+                                                    ffn_hidden=f, keeps_unread=sac_keeps_unread)
     full = a * tokens * h / d.shard
     return np.where(d.recompute >= 2, full,
-                    np.where(d.recompute >= 1, selective, selective + scores))
+                    np.where(d.recompute >= 1, selective, kept + scores))
 
 
 def op_sac_bytes_per_token(model: ModelSpec, d: Degrees, *, act_bytes: float,
-                           input_bytes: float, ffn_hidden: float) -> Array:
+                           input_bytes: float, ffn_hidden: float,
+                           keeps_unread: bool = True) -> Array:
     """Bytes per token one layer keeps under PyTorch's per-op selective activation
-    checkpointing as torchtitan applies it (torchtitan/models/llama3 parallelize: _save_list
-    of aten.mm, the flash/efficient SDPA ops and reduce_scatter; a policy that saves every op
-    of that list except every second mm and recomputes everything else): the block's input
-    (`input_bytes`, sharded with sequence parallelism), the attention output (its log-sum-exp
-    is negligible), and half the GEMM outputs: Q, K, V, the projection's, the MLP's first
-    (both halves when gated) and second GEMMs' (the parity of the mm count alternates, so on
-    average every GEMM output is kept half the time)."""
+    checkpointing as torchtitan applies it (torchtitan 9dec370,
+    torchtitan/parallelisms/parallelize_llama.py `_get_custom_policy`): MUST_SAVE for the ops of
+    `_save_list` (aten.mm, the flash/efficient SDPA ops, reduce_scatter_tensor, abs, max) except
+    every even-numbered mm, PREFER_RECOMPUTE for all else. The mm count lives in the `meta`
+    dict that `selective_checkpointing_context_fn` makes anew for every checkpointed block, so
+    the parity restarts at each layer: of its GEMMs in forward order (Q, K, V, the projection,
+    the MLP's first -- gate then up when gated -- and second; torchtitan's wq, wk, wv, wo, w1,
+    w3, w2) the 1st, 3rd, 5th and 7th are saved: Q, V, the gate and fc2 of a gated MLP (wq,
+    wv, w1, w2); Q, V and fc1 of a plain one. Kept besides: the block's input (`input_bytes`,
+    sharded with sequence parallelism) and the attention output (its log-sum-exp is
+    negligible). Column-parallel outputs (Q, V, fc1) are split over tp; a row-parallel GEMM's
+    output (fc2) is the partial sum of the whole micro-batch on every rank (tokens x h, unsplit)
+    and, with sequence parallelism, the projection's and fc2's reduce-scatter outputs are saved
+    too (reduce_scatter_tensor is in `_save_list`; h/tp each).
+
+    `keeps_unread`: whether the saved outputs that no backward reads stay. fc2's output and the
+    reduce-scatters feed only the residual adds, whose backward reads nothing. Eager PyTorch
+    keeps every MUST_SAVE output in its cache until the recompute consumes it
+    (torch/utils/checkpoint.py `_CachingTorchDispatchMode`; CheckpointPolicy's docstring: such
+    a policy "would save additional tensors not limited to ones that are actually needed for
+    gradient computation"): True. Under torch.compile the policy only tags graph nodes and the
+    partitioner keeps what the backward graph reads (torch/_functorch/partitioners.py
+    `_extract_fwd_bwd_modules`: "filter out saved values that don't actually end up being used
+    by the backwards pass"): False."""
     shape = attention_shape(model)
     h = model.hidden
-    first = (2.0 if model.gated_mlp else 1.0) * ffn_hidden
-    outputs = shape.q_width + shape.k_width + shape.v_width + h + first + h
-    return input_bytes * h / d.shard + act_bytes * (shape.out_width + 0.5 * outputs) / d.tp
+    tp = d.tp
+    # (width per token on one GPU, read by the backward) of each GEMM's output, in forward order
+    gemms: list[tuple[Any, bool]] = [
+        (shape.q_width / tp, True), (shape.k_width / tp, True), (shape.v_width / tp, True),
+        (h, False), (ffn_hidden / tp, True)]
+    if model.gated_mlp:
+        gemms.append((ffn_hidden / tp, True))
+    gemms.append((h, False))
+    saved = sum(w for i, (w, read) in enumerate(gemms) if i % 2 == 0 and (read or keeps_unread))
+    sequence_parallel = (d.shard > 1) & (tp > 1)
+    scatters = np.where(sequence_parallel & keeps_unread, 2.0 * h / tp, 0.0)
+    return input_bytes * h / d.shard + act_bytes * (shape.out_width / tp + saved + scatters)
+
+
+def head_input_bytes(model: ModelSpec, d: Degrees, *, act_bytes: float,
+                     gathered_inputs: bool = False, **_: Any) -> Array:
+    """Bytes one GPU of the last stage keeps of the output layer's input, all-gathered, from the
+    forward until that layer's backward (so at the loss), where PyTorch's DTensor tensor
+    parallelism gathers a sequence-sharded input (`gathered_inputs`, tp > 1 with sequence
+    parallelism): ColwiseParallel's `_prepare_input_fn` (torch/distributed/tensor/parallel/
+    style.py) redistributes the Shard(1) input to Replicate before the GEMM and autograd saves
+    the gathered tensor, tokens x h at act_bytes (torchtitan's output layer:
+    ColwiseParallel(input_layouts=Shard(1)), parallelize_llama.apply_tp). Megatron-Core saves
+    the sharded input and gathers it again in its backward (megatron/core/tensor_parallel/
+    layers.py, LinearWithGradAccumulationAndAsyncCommunication: save_for_backward(input,
+    weight), `total_input = all_gather_buffer` in backward): tokens x h / tp, which the model,
+    like Korthikanti et al. (MLSys'23, sec. 4.3) for the output layer's and final norm's
+    inputs, leaves out as small beside the layers (0 here); DTensor's gathered copy is tp
+    times that, as much as 8 layers' inputs under full recompute at tp 8."""
+    tokens = d.mb * model.seq_len / d.cp
+    gathers = gathered_inputs & (d.shard > 1)
+    return np.where(gathers, act_bytes * tokens * model.hidden, 0.0)
 
 
 def layers_in_flight(d: Degrees, shape: StageShape) -> Array:
@@ -158,7 +211,9 @@ def activation_sizes(training: TrainingSpec, eff: Efficiency) -> dict[str, Any]:
             "norm_bytes": 4.0 if eff.autocast else None,
             "projection_copies": kernel_style(eff).projection_copies,
             "gated_copies": kernel_style(eff).gated_copies,
-            "selective_policy": eff.selective_recompute}
+            "selective_policy": eff.selective_recompute,
+            "sac_keeps_unread": kernel_style(eff).sac_keeps_unread,
+            "gathered_inputs": eff.tensor_parallel == "dtensor"}
 
 
 def footprint(model: ModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency
@@ -200,7 +255,8 @@ def _buffers_bytes(
     before the backward reaches the last layer and rebuilds it (recomputation runs when the
     backward first unpacks a layer's saved tensors: torch/utils/checkpoint.py's unpack_hook,
     Megatron's CheckpointFunction.backward)."""
-    logits = logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
+    logits = (logits_bytes * shape.tokens_per_micro_batch * model.vocab / d.tp
+              + head_input_bytes(model, d, **sizes))
     if rebuilt is None:
         rebuilt = activation_bytes_per_layer(model, replace(d, recompute=0.0 * d.recompute),
                                              **sizes)

@@ -312,6 +312,9 @@ class StackSection(Frozen):
     - selective_recompute: what `recompute: selective` redoes: attention (Megatron-LM: the
       attention core) or op (torchtitan's per-op policy: every second GEMM and the
       element-wise work, cost.efficiency.Efficiency.selective_recompute);
+    - tensor_parallel: megatron (a column-parallel GEMM saves its sequence-sharded input and
+      gathers it again in the backward) or dtensor (PyTorch's DTensor tensor parallelism,
+      torchtitan's: the input is saved all-gathered, cost.transformer_memory.head_input_bytes);
     - expandable_segments: PyTorch's allocator runs with expandable segments (NeMo's
       performance scripts, torchtitan): no fragmentation, tensors fill the usable HBM;
     - activation_offload_layers: layers per stage whose saved activations go to host memory
@@ -362,6 +365,7 @@ class StackSection(Frozen):
     kernels: Literal["fused", "eager", "compiled"] | None = None
     cuda_graphs: bool | None = Field(default=None, strict=True)
     selective_recompute: Literal["attention", "op"] | None = None
+    tensor_parallel: Literal["megatron", "dtensor"] | None = None
     reshard_after_forward: Literal[True, False, "unless_pipelined"] | None = None
     attention_kernel: Literal["fused", "flash2"] | None = None
     context_parallel: Literal["megatron", "torch_allgather"] | None = None

@@ -24,18 +24,19 @@ def llama(**overrides: object):  # type: ignore[no-untyped-def]
     return gpt(**{**fields, **overrides})
 
 
-def test_per_op_checkpointing_keeps_the_input_attention_and_half_the_gemm_outputs() -> None:
-    """bf16, no tp: the block input 2h, the attention output 2h, and half of the outputs of
-    Q (h), K and V (kv each), the projection (h), the gated fc1 (2f) and fc2 (h), at 2 bytes:
-    2h + 2h + (3h + 2kv + 2f) per token; Megatron's selective keeps far more."""
+def test_per_op_checkpointing_keeps_the_input_attention_and_every_odd_gemm_output() -> None:
+    """bf16, no tp, eager: the block input 2h, the attention output 2h, and the 1st, 3rd, 5th
+    and 7th GEMM outputs of wq, wk, wv, wo, w1, w3, w2 -- Q (h), V (kv), the gate (f), fc2
+    (h) -- at 2 bytes: 2h + 2h + 2(2h + kv + f) per token; Megatron's selective keeps far
+    more (tests/cost/test_op_checkpointing.py: compiled, tensor-parallel)."""
     d = degrees(cluster(8), run(64), Plan(tp=1, pp=1, recompute=1))
     op = activation_bytes_per_layer(llama(), d, act_bytes=2, input_bytes=2,
                                     flash_attention=True, selective_policy="op")
-    expected = 2 * H + 2 * H + (3 * H + 2 * KV + 2 * F)
+    expected = 2 * H + 2 * H + 2 * (2 * H + KV + F)
     assert float(op) / 8192 == pytest.approx(expected)
     attention = activation_bytes_per_layer(llama(), d, act_bytes=2, input_bytes=2,
                                            flash_attention=True)
-    assert float(op) < 0.5 * float(attention)
+    assert float(op) < 0.6 * float(attention)
 
 
 def test_per_op_checkpointing_redoes_half_the_gemms_and_the_elementwise_work() -> None:
