@@ -53,7 +53,10 @@ def spec_digest(spec: StudySpec) -> str:
 
 
 def _storage_name(storage: optuna.storages.BaseStorage) -> str:
-    url = getattr(storage, "url", None)
+    """The storage's redacted URL: an RDB storage's or a journal's (studies.journal), also
+    behind the cache Optuna puts in front of an RDB storage (a loaded study's `_storage`)."""
+    url = getattr(storage, "url", None) or getattr(getattr(storage, "_backend", None), "url",
+                                                    None)
     return redact_url(url) if isinstance(url, str) else type(storage).__name__
 
 
