@@ -19,6 +19,7 @@ over stages of times t_j takes (m - 1) max t_j + sum t_j: the bubble is sum t_j 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -159,25 +160,39 @@ def pipeline(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d:
     return _assemble(workload, mixed, training, d, eff, pools, counts, held)
 
 
-def _stage_times(pools: list[_Pool], counts: list[tuple[Array, Array]]
-                 ) -> tuple[list[Array], list[Array], list[Array]]:
+class _StageTimes(NamedTuple):
     """Per pool: the time of its slowest stage, that stage's time on the device alone (the
-    rest is waiting for the host), and the layers the pool takes (capacities scaled down to
-    the model's layers in proportion)."""
-    slowest, device, placed = [], [], []
+    rest is waiting for the host) and its layers, the most layers one of its stages holds, and
+    the layers the pool takes (capacities scaled down to the model's layers in proportion)."""
+
+    slowest: list[Array]
+    device: list[Array]
+    busiest: list[Array]
+    most: list[Array]
+    placed: list[Array]
+
+
+def _stage_times(pools: list[_Pool], counts: list[tuple[Array, Array]]) -> _StageTimes:
+    """The pools' stage times and layers (_StageTimes). A pool holding only the last stage
+    has no ordinary stage: its stage's layers are the last stage's."""
+    out = _StageTimes([], [], [], [], [])
     for p, (ordinary, last) in zip(pools, counts, strict=True):
         c = p.costs
         has_ordinary = p.stages - float(p.is_last) > 0
-        t_ordinary = np.where(has_ordinary, ordinary * _layer_s(c), 0.0)
-        d_ordinary = np.where(has_ordinary, ordinary * c.layer_s, 0.0)
+        ordinary = np.where(has_ordinary, ordinary, 0.0)
+        t_ordinary = ordinary * _layer_s(c)
         d_last = last * c.layer_s + c.last_s if p.is_last else np.float64(0.0)
         t_last = np.maximum(d_last, last * c.host_s) if p.is_last else np.float64(0.0)
         later = t_last > t_ordinary
-        slowest.append(np.maximum(t_ordinary, t_last))
-        device.append(np.where(later, d_last, d_ordinary))
-        placed.append((p.stages - float(p.is_last)) * ordinary + (last if p.is_last else 0.0))
-    scale = pools[0].costs.layers / sum(placed, start=np.float64(0.0))
-    return slowest, device, [n * scale for n in placed]
+        out.slowest.append(np.maximum(t_ordinary, t_last))
+        out.device.append(np.where(later, d_last, ordinary * c.layer_s))
+        out.busiest.append(np.where(later, last, ordinary) if p.is_last else ordinary)
+        out.most.append(np.maximum(ordinary, last) if p.is_last else ordinary)
+        out.placed.append((p.stages - float(p.is_last)) * ordinary
+                          + (last if p.is_last else 0.0))
+    scale = pools[0].costs.layers / sum(out.placed, start=np.float64(0.0))
+    out.placed[:] = [n * scale for n in out.placed]
+    return out
 
 
 def _sends_s(mixed: MixedCluster, pools: list[_Pool], d: Degrees, eff: Efficiency) -> Array:
@@ -251,15 +266,14 @@ def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d
     """The step of the split: the slowest stage's micro-batches, the 1F1B bubble of uneven
     stages (the sum of the stage times less the slowest), the sends, and the reduction and
     optimizer of the pool slowest at them."""
-    slowest, device, placed = _stage_times(pools, counts)
+    stages = _stage_times(pools, counts)
+    slowest, device, placed = stages.slowest, stages.device, stages.placed
     times = np.stack([np.broadcast_to(s, d.shape) for s in slowest])
     b = np.argmax(times, axis=0)
     t_max = np.take_along_axis(times, b[None, ...], axis=0)[0]
     total_t = sum((n * _layer_s(p.costs) for n, p in zip(placed, pools, strict=True)),
                   start=np.float64(0.0)) + pools[-1].costs.last_s
     bubble = np.maximum(total_t - t_max, 0.0)
-    most = [np.maximum(o, la if p.is_last else 0.0) for p, (o, la) in zip(pools, counts,
-                                                                        strict=True)]
     steps = [_pool_step(workload, training, d, eff, p, c, bubble)
              for p, c in zip(pools, counts, strict=True)]
 
@@ -267,9 +281,7 @@ def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d
         stacked = np.stack([np.broadcast_to(v, d.shape) for v in values])
         return np.take_along_axis(stacked, b[None, ...], axis=0)[0]
 
-    layers_b = at_b([np.where(s > 0, o, 0.0) for s, (o, _) in zip(slowest, counts,
-                                                                  strict=True)])
-    layers_b = np.where(layers_b > 0, layers_b, at_b([la for _, la in counts]))
+    layers_b = at_b(stages.busiest)
     parts = {k: layers_b * at_b([getattr(p.costs, k) for p in pools])
              for k in ("forward_s", "backward_s", "recompute_s", "tp_comm_s", "cp_comm_s")}
     device_b = at_b(device)
@@ -287,7 +299,7 @@ def _assemble(workload: Workload, mixed: MixedCluster, training: TrainingSpec, d
         pp_bubble_s=bubble, dp_comm_s=slowest_of("dp_comm_s"),
         optimizer_s=slowest_of("optimizer_s"), offload_s=slowest_of("offload_s"),
         launch_s=m * np.maximum(t_max - device_b, 0.0))
-    return _result(mixed, d, eff, pools, steps, most, placed, slowest, held, step,
+    return _result(mixed, d, eff, pools, steps, stages.most, placed, slowest, held, step,
                    b.astype(np.float64))
 
 

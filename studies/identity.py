@@ -29,7 +29,7 @@ import cost
 from search_spaces import StudySpec, gpu_catalog, is_choice
 
 __all__ = ["CACHE_ENV", "cache_root", "cached_code_digest", "code_digest", "cost_model_version",
-           "problem", "problem_differences", "problem_digest"]
+           "for_gpus", "gpu_labels", "problem", "problem_differences", "problem_digest"]
 
 CACHE_ENV = "TUNER_CACHE_DIR"
 """The cache folder of cluster-tuner, or `off` (tuner.cli.evaluated reads the same variable)."""
@@ -164,6 +164,29 @@ def problem(spec: StudySpec) -> dict[str, Any]:
         "calibration": spec.efficiency().as_dict(),
         "cost_model": cost_model_version(),
     }, sort_keys=True, default=str))
+
+
+def gpu_labels(spec: StudySpec) -> list[str]:
+    """The names the spec's GPUs go by in a calibration profile (cost.Efficiency looks a
+    per-GPU fraction up by the GPU's name): a catalog name, or a GPU mapping's `name`."""
+    found: set[str] = set()
+    for value in [spec.cluster.gpu, *(p.gpu for p in spec.cluster.pools or ())]:
+        values = value.values() if is_choice(value) else (value,)  # type: ignore[union-attr]
+        found.update(v if isinstance(v, str) else str(getattr(v, "name", "")) for v in values
+                     if v is not None)
+    return sorted(found)
+
+
+def for_gpus(resolved: dict[str, Any], gpus: list[str]) -> dict[str, Any]:
+    """The resolved problem with the calibration's per-GPU values kept for `gpus` only (a
+    profile's fraction for a GPU the spec does not use changes none of its numbers)."""
+    calibration = resolved.get("calibration")
+    if not isinstance(calibration, dict):
+        return resolved
+    kept = {k: ({g: f for g, f in v.items() if g in gpus}
+                if k.endswith("_by_gpu") and isinstance(v, dict) else v)
+            for k, v in calibration.items()}
+    return {**resolved, "calibration": kept}
 
 
 def problem_digest(resolved: dict[str, Any]) -> str:

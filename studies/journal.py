@@ -19,7 +19,12 @@ __all__ = ["StampingJournalStorage"]
 
 
 class StampingJournalStorage(optuna.storages.JournalStorage):
-    """JournalStorage that stamps each trial this process starts running with its worker."""
+    """JournalStorage that stamps each trial this process starts running with its worker, and
+    keeps the `url` it was opened from (the name messages give it, as an RDB storage's)."""
+
+    def __init__(self, backend: Any, *, url: str = "") -> None:
+        super().__init__(backend)
+        self.url = url
 
     def create_new_trial(self, study_id: int, template_trial: Any = None) -> int:
         trial_id = super().create_new_trial(study_id, template_trial)

@@ -155,18 +155,30 @@ def best_payload(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
     return out
 
 
-def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any]) -> None:
+def _flatten(data: dict[str, Any], prefix: str, row: dict[str, Any], *, keep_lists: bool
+             ) -> None:
+    """`data` as flat keys (`plan.tp`) into `row`. A list is kept as it is (`keep_lists`: JSON
+    holds lists), else a list of mappings gets a key per item and field (`pools[1].layers`,
+    as the params name `cluster.pools[1].gpu`) and a list of values is joined by '; '."""
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            _flatten(value, f"{name}.", row)
+            _flatten(value, f"{name}.", row, keep_lists=keep_lists)
+        elif isinstance(value, list) and keep_lists:
+            row[name] = value
+        elif isinstance(value, list) and any(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                if isinstance(item, dict):
+                    _flatten(item, f"{name}[{i}].", row, keep_lists=False)
+                else:
+                    row[f"{name}[{i}]"] = item
         elif isinstance(value, list):
             row[name] = "; ".join(str(v) for v in value)
         else:
             row[name] = value
 
 
-def _trial_row(trial: FrozenTrial) -> dict[str, Any]:
+def _trial_row(trial: FrozenTrial, *, keep_lists: bool = False) -> dict[str, Any]:
     """One flat row: number, state, value(s), params, duration (s), result, constraints."""
     row: dict[str, Any] = {"number": trial.number, "state": trial.state.name}
     values = trial.values or []
@@ -178,32 +190,40 @@ def _trial_row(trial: FrozenTrial) -> dict[str, Any]:
     duration = trial.duration
     row["duration_s"] = duration.total_seconds() if duration is not None else None
     stored = result_of(trial)
-    _flatten(stored.as_dict() if stored is not None else {}, "", row)
+    _flatten(stored.as_dict() if stored is not None else {}, "", row, keep_lists=keep_lists)
     row.update({f"constraint.{k}": v for k, v in trial.constraints.items()})
     return row
 
 
-def trials_table(study: optuna.Study) -> list[dict[str, Any]]:
+def trials_table(study: optuna.Study, *, keep_lists: bool = False) -> list[dict[str, Any]]:
     """One flat row per trial, by number: `plan.tp`, `cluster.gpu`, `memory_per_gpu_bytes.total`,
-    `time_breakdown_s.<term>`, `constraint.<key>`, ... (SI units, as in PLAN_RESULT)."""
-    return [_trial_row(t) for t in study.get_trials(deepcopy=False)]
+    `time_breakdown_s.<term>`, `constraint.<key>`, ... (SI units, as in PLAN_RESULT); lists
+    (`violations`, a cluster's `pools`) as _flatten writes them."""
+    return [_trial_row(t, keep_lists=keep_lists) for t in study.get_trials(deepcopy=False)]
 
 
 def _json_safe(value: Any) -> Any:
+    """`value` with non-finite floats as null (JSON has no NaN), inside lists and mappings
+    too."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
     return value
 
 
 def export_trials(study: optuna.Study, fmt: Literal["csv", "json"]) -> str:
     """The trials table as CSV (header: the union of the rows' keys in first-seen order) or as
     a JSON list of row objects."""
-    rows = trials_table(study)
     if fmt == "json":
-        safe = [{k: _json_safe(v) for k, v in row.items()} for row in rows]
+        safe = [{k: _json_safe(v) for k, v in row.items()}
+                for row in trials_table(study, keep_lists=True)]
         return json.dumps(safe, indent=2)
     if fmt != "csv":
         raise StudyError(f"export format {fmt!r} is unknown; use 'csv' or 'json'")
+    rows = trials_table(study)
     header = list(dict.fromkeys(key for row in rows for key in row))
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")

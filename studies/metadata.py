@@ -16,7 +16,14 @@ import yaml
 from search_spaces import SpecError, StudySpec, parse_spec
 
 from .errors import StudyError
-from .identity import leaf_differences, problem, problem_differences, problem_digest
+from .identity import (
+    for_gpus,
+    gpu_labels,
+    leaf_differences,
+    problem,
+    problem_differences,
+    problem_digest,
+)
 from .metrics import name_metrics
 from .storage import redact_url
 
@@ -53,7 +60,10 @@ def spec_digest(spec: StudySpec) -> str:
 
 
 def _storage_name(storage: optuna.storages.BaseStorage) -> str:
-    url = getattr(storage, "url", None)
+    """The storage's redacted URL: an RDB storage's or a journal's (studies.journal), also
+    behind the cache Optuna puts in front of an RDB storage (a loaded study's `_storage`)."""
+    url = getattr(storage, "url", None) or getattr(getattr(storage, "_backend", None), "url",
+                                                    None)
     return redact_url(url) if isinstance(url, str) else type(storage).__name__
 
 
@@ -138,16 +148,21 @@ def create_or_continue(
 
 
 def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
-                    spec: StudySpec) -> None:
+                    spec: StudySpec, *, advice: str = "") -> None:
     """Refuse a study whose problem resolves to other values than `spec`'s today: another
-    catalog entry, calibration profile or cost-model version (a study of an earlier tuner,
-    without a stored problem, is compared by its cost-model version)."""
+    catalog entry, calibration (for the spec's GPUs: studies.identity.for_gpus) or cost-model
+    version (a study of an earlier tuner, without a stored problem, is compared by its
+    cost-model version). `advice` says what to do instead."""
     attrs = study.user_attrs
     now = problem(spec)
     if "problem_digest" in attrs:
         if attrs["problem_digest"] == problem_digest(now):
             return
-        shown = problem_differences(json.loads(attrs.get("problem_json", "{}")), now)
+        gpus = gpu_labels(spec)
+        stored = for_gpus(json.loads(attrs.get("problem_json", "{}")), gpus)
+        if problem_digest(stored) == problem_digest(for_gpus(now, gpus)):
+            return
+        shown = problem_differences(stored, for_gpus(now, gpus))
     elif attrs.get("cost_model_version") in (None, now["cost_model"]):
         return
     else:
@@ -155,14 +170,18 @@ def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
                  f"{now['cost_model']}")
     raise StudyError(
         f"study '{study.study_name}' in {_storage_name(storage)} was made for another "
-        f"problem: {shown}; its results would not compare with new ones: give the spec "
-        "another `name:` to start a new study (this one stays readable)")
+        f"problem: {shown}; its results would not compare with new ones: "
+        f"{advice or 'give the spec another `name:` to start a new study'} "
+        "(this one stays readable)")
 
 
 def check_problem(storage: optuna.storages.BaseStorage, study: optuna.Study) -> None:
     """Refuse to continue (resume, worker) a study whose stored spec now resolves to another
-    problem (studies.identity), naming what changed."""
-    _check_resolved(storage, study, stored_spec(study))
+    problem (studies.identity), naming what changed and that it must be restored (the stored
+    spec cannot be renamed)."""
+    _check_resolved(storage, study, stored_spec(study),
+                    advice="restore what changed to continue it, or run `tuner search SPEC` "
+                           "with another `name:` to start a new study")
 
 
 def load_study(

@@ -225,7 +225,8 @@ def _open_journal(url: str, path: Path) -> optuna.storages.JournalStorage:
     """A journal file (append-only log, safe on NFS through a link-based lock) whose running
     trials record their worker (studies.journal)."""
     try:
-        return StampingJournalStorage(optuna.storages.journal.JournalFileBackend(str(path)))
+        return StampingJournalStorage(optuna.storages.journal.JournalFileBackend(str(path)),
+                                      url=url)
     except OSError as err:
         raise StudyError(f"storage {redact_url(url)}: cannot open {path} "
                          f"({err.strerror}); give --storage (or {ENV_VAR}) a writable "

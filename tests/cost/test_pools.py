@@ -26,7 +26,7 @@ from cost.hetero_dp import data_parallel
 from cost.pools import MixedStep
 from cost.sync import server_service_s
 from cost.validity import rules
-from search_spaces import gpu_catalog
+from search_spaces import gpu_catalog, model_catalog
 from search_spaces.networks import network_catalog
 from tests.factories import small_model
 
@@ -234,3 +234,21 @@ def test_every_pool_is_paid_for_and_owned_gpus_cost_nothing() -> None:
     assert float(np.ravel(report.price.cost_per_hour_usd)[0]) == pytest.approx(
         8 * gpu_catalog()["h100-80gb"].price_usd_per_hour)
     assert float(report.gpus) == 24
+
+
+def test_a_pool_holding_only_the_last_stage_shows_that_stage_s_layers() -> None:
+    """Llama 3 70B across 16 A100 and 16 H200 nodes, one stage each: the H200 stage holds the
+    layers the A100 stage leaves (80 in all) with the logits; its `layers` were the count a
+    stage without the logits would take (59 for 58), which tuner evaluate/explain/report
+    showed and the step's per-layer terms (tensor-parallel traffic) were charged for."""
+    a100, h200 = (ClusterSpec.of(gpu_catalog()[g], nodes=16) for g in ("a100-80gb", "h200"))
+    cluster = mix(a100, h200, inter=25e9).using((0, 1))
+    model = model_catalog()["llama3-70b"]
+    training = TrainingSpec(global_batch=512)
+    plan = Plan(tp=4.0, pp=2.0, micro_batch=1.0, sequence_parallel=1.0, zero=1.0,
+                placement=float(encode("placement", [Placement.PIPELINE])[0]))
+    report = evaluate(model, cluster, training, plan)
+    a, h = plan_result(model, cluster, training, plan, report).pools
+    assert a["stages"] == h["stages"] == 1
+    assert a["layers"] + h["layers"] == model.layers
+    assert h["share"] == pytest.approx(h["layers"] / model.layers)

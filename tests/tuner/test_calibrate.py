@@ -127,7 +127,7 @@ def test_held_out_runs_that_do_not_fit_are_reported(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["calibrate", str(runs), "--out",
                                        str(tmp_path / "p.yaml"), "--holdout", "0.34"])
     assert result.exit_code == 0, result.output
-    assert "held_out    1 runs: none fits in memory under the model" in result.output
+    assert "held_out    1 run:  none fits in memory under the model" in result.output
 
 
 def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
@@ -249,3 +249,16 @@ def test_the_profile_never_overwrites_what_it_reads(tmp_path: Path, target: str)
     result = CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(tmp_path / target)])
     assert result.exit_code == 2 and "--out" in result.output and target in result.output
     assert (tmp_path / target).read_bytes() == before
+
+
+def test_one_run_is_counted_in_the_singular(tmp_path: Path) -> None:
+    """Three runs at --holdout 0.5: one fitted, two held out ('1 run', not '1 runs'), in the
+    report and the profile's header."""
+    runs = measured_runs(tmp_path)
+    runs.write_text("\n".join(runs.read_text().splitlines()[:4]) + "\n")
+    out = tmp_path / "p.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "  fit         1 run:  mean |error|" in result.output
+    assert "  held_out    2 runs: mean |error|" in result.output
+    assert "1 run fitted, 2 runs held out (seed 0)" in out.read_text()

@@ -9,6 +9,7 @@ import click
 
 from cost import DEFAULT_EFFICIENCY
 from search_spaces import profile_text
+from search_spaces.wording import counted
 
 from ..engine.calibrate import (
     at_bounds,
@@ -30,9 +31,10 @@ __all__ = ["calibrate"]
 def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
     if not before.get("rows"):
         return f"  {name:<9} no rows"
+    runs = f"{before['rows']:>3} " + ("run: " if before["rows"] == 1 else "runs:")
     if "mean_abs_error" not in before or "mean_abs_error" not in after:
-        return f"  {name:<9} {before['rows']:>3} runs: none fits in memory under the model"
-    return (f"  {name:<9} {before['rows']:>3} runs: mean |error| "
+        return f"  {name:<9} {runs} none fits in memory under the model"
+    return (f"  {name:<9} {runs} mean |error| "
             f"{100 * before['mean_abs_error']:5.1f}% -> {100 * after['mean_abs_error']:5.1f}%, "
             f"largest {100 * before['max_abs_error']:5.1f}% -> "
             f"{100 * after['max_abs_error']:5.1f}%")
@@ -65,8 +67,8 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     fitted = fit(fitted_rows, DEFAULT_EFFICIENCY, network=network)
     report = {name: {"before": summary(before[name]), "after": summary(errors(part, fitted))}
               for name, part in (("fit", fitted_rows), ("held_out", held))}
-    header = (f"written by `tuner calibrate {csv_path}`: {len(fitted_rows)} runs fitted, "
-              f"{len(held)} held out (seed {seed})")
+    header = (f"written by `tuner calibrate {csv_path}`: {counted(len(fitted_rows), 'run')} "
+              f"fitted, {counted(len(held), 'run')} held out (seed {seed})")
     path.write_text(profile_text(fitted, header=header), encoding="utf-8")
     bounded = at_bounds(fitted_rows, fitted, network=network)
     if as_json:

@@ -51,14 +51,27 @@ def plan_summary(plan: PlanRecord) -> str:
     return " ".join(parts)
 
 
+def _tier(cluster: Any) -> str:
+    """' +512 GiB at 32 GB/s' for a memory expansion tier (its capacity and bandwidth per GPU),
+    '' without one; `cluster` a ClusterSummary's or a pool's mapping."""
+    get = cluster.get if isinstance(cluster, dict) else \
+        (lambda key, default=None: getattr(cluster, key, default))
+    capacity = float(get("expansion_capacity_bytes", 0.0) or 0.0)
+    bandwidth = float(get("expansion_bandwidth_bytes_per_s", 0.0) or 0.0)
+    return f" +{capacity / 2**30:,.0f} GiB at {bandwidth / 1e9:g} GB/s" if capacity > 0 else ""
+
+
 def cluster_summary(cluster: ClusterSummary) -> str:
-    """'128x8 a100-80gb' (and ' spot' on spot servers); pools joined by '+'."""
+    """'128x8 a100-80gb' (and ' spot' on spot servers, ' +512 GiB at 32 GB/s' with a memory
+    expansion tier); pools joined by '+'."""
     if cluster.pools:
         return "+".join(f"{p['nodes']}x{p['gpus_per_node']} {p['gpu']}"
                         + (" spot" if p["pricing"] == "spot" else "")
+                        + _tier(dict(p))
                         for p in cluster.pools if p["nodes"] > 0)
     return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
-            + (" spot" if cluster.pricing == "spot" else ""))
+            + (" spot" if cluster.pricing == "spot" else "")
+            + _tier(cluster))
 
 
 def _with_equivalents(result: TrialResult) -> str:

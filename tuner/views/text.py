@@ -48,15 +48,25 @@ def plan_line(plan: PlanRecord, *, pools: bool = False) -> str:
             f"zero={p['zero']} offload={p['offload']} sync={p['sync']}{servers}")
 
 
+def _tier(cluster: Mapping[str, Any]) -> str:
+    """', 512 GiB expansion at 32 GB/s per GPU' for a memory expansion tier, '' without."""
+    capacity = float(cluster.get("expansion_capacity_bytes") or 0.0)
+    if capacity <= 0:
+        return ""
+    bandwidth = float(cluster.get("expansion_bandwidth_bytes_per_s") or 0.0)
+    return f", {capacity / 2**30:,.0f} GiB expansion at {bandwidth / 1e9:g} GB/s per GPU"
+
+
 def cluster_line(cluster: Mapping[str, Any]) -> str:
-    """'128 x 8 a100-80gb (1024 GPUs, on_demand)', or each pool's nodes joined by '+'."""
+    """'128 x 8 a100-80gb (1024 GPUs, on_demand)' (with a memory expansion tier's capacity and
+    bandwidth), or each pool's nodes joined by '+'."""
     pools = cluster.get("pools") or ()
     if not pools:
         return (f"{cluster['nodes']} x {cluster['gpus_per_node']} {cluster['gpu']} "
-                f"({counted(cluster['gpus'], 'GPU')}, {cluster['pricing']})")
+                f"({counted(cluster['gpus'], 'GPU')}, {cluster['pricing']}{_tier(cluster)})")
     parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']}"
-             + (f" ({p['name']}, {p['pricing']}, ${p['price_usd_per_gpu_hour']:.2f}/GPU-h)"
-                if p.get("name") else f" ({p['pricing']})")
+             + (f" ({p['name']}, {p['pricing']}, ${p['price_usd_per_gpu_hour']:.2f}/GPU-h"
+                f"{_tier(p)})" if p.get("name") else f" ({p['pricing']}{_tier(p)})")
              for p in pools if p["nodes"] > 0]
     return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')})"
 
