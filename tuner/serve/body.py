@@ -1,7 +1,9 @@
 """A request body as spec data: JSON (Content-Type */json) or YAML (anything else), one spec
 (a mapping) or a list of them. YAML aliases are refused (a few hundred bytes of nested aliases
-expand to billions of values), and so is a body that is not UTF-8, empty or nested too deeply;
-each refusal is a SpecError naming `request` where the command line names the file."""
+expand to billions of values), and so is a body that is not UTF-8, empty or nested too deeply
+(YAML past MAX_DEPTH levels is refused while it is read: PyYAML's scanner takes time quadratic
+in the depth of flow collections, so 100 kB of `[` held a core for hours); each refusal is a
+SpecError naming `request` where the command line names the file."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ __all__ = ["REQUEST", "documents", "label"]
 
 REQUEST = "request"
 """What an error names in place of a spec file."""
+MAX_DEPTH = 32
+"""The most lists and mappings one inside another a body may hold: a spec needs 6 (a list of
+specs, the spec, cluster, pools, a pool, its GPU choices)."""
 
 
 _LOADER = StrictLoader
@@ -25,14 +30,30 @@ _LOADER = StrictLoader
 malformed body gets the very message the command line gives for the same text."""
 
 
+def _where(event: yaml.Event) -> str:
+    mark = event.start_mark
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+
 def _refuse_aliases(text: str) -> None:
-    """A SpecError at the first alias (`*name`) of the YAML text."""
+    """A SpecError at the first alias (`*name`) of the YAML text, or where it nests deeper
+    than MAX_DEPTH (read no further: the events come as the text is scanned)."""
+    depth = 0
     for event in yaml.parse(text, Loader=_LOADER):
         if isinstance(event, yaml.AliasEvent):
-            mark = event.start_mark
-            where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
             raise SpecError("YAML aliases (*name) are not accepted over HTTP; write the "
-                            "values out", file=REQUEST, field=where)
+                            "values out", file=REQUEST, field=_where(event))
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise SpecError(_too_deep(), file=REQUEST, field=_where(event))
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+
+
+def _too_deep() -> str:
+    return (f"the body is nested too deeply to be a spec (more than {MAX_DEPTH} lists and "
+            "mappings one inside another); send a spec, or a list of specs")
 
 
 def _parse(text: str, content_type: str) -> Any:
@@ -60,7 +81,7 @@ def documents(body: bytes, content_type: str, *, max_specs: int) -> tuple[list[A
     try:
         data = _parse(text, content_type)
     except RecursionError:
-        raise SpecError("the body is nested too deeply to be a spec", file=REQUEST) from None
+        raise SpecError(_too_deep(), file=REQUEST) from None
     if data is None or data == []:
         raise SpecError("the body is empty; send a spec (JSON or YAML), or a list of specs",
                         file=REQUEST)
