@@ -126,6 +126,8 @@ def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Clie
     (b"\xff\xfe", YAML, "not UTF-8"),
     (b"a: &x [1, 2]\nb: *x\n", YAML, "aliases"),
     (b"[" * 5000 + b"]" * 5000, {"content-type": "application/json"}, "nested too deeply"),
+    (b"[" * 200 + b"]" * 200, YAML, "nested too deeply"),
+    (b"[" * 3000, YAML, "(more than 32 lists"),
     (b"- 1\n" * 65, YAML, "at most 64"),
     (b"just a string", YAML, "a spec is a YAML mapping"),
 ])
@@ -170,6 +172,20 @@ def test_unknown_studies_are_404_on_every_route(client: httpx.Client) -> None:
         assert answer.json() == {"error": "no study named 'nothere'; GET /v1/studies lists "
                                           "the studies"}
     assert client.get("/v1/nothing").status_code == 404
+
+
+def test_unknown_routes_and_methods_say_which_there_are(client: httpx.Client) -> None:
+    """A client's typo (a path, or GET for POST) is told the routes, not "Not Found"."""
+    unknown = client.get("/v1/evaluations")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"].startswith("no route GET /v1/evaluations; ")
+    assert "/openapi.json" in unknown.json()["error"]
+    wrong = client.get("/v1/evaluate")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert wrong.json() == {"error": "GET /v1/evaluate: this route takes POST; "
+                                     "/openapi.json lists the routes"}
+    assert client.delete("/v1/studies/x").json()["error"].startswith(
+        "DELETE /v1/studies/x: this route takes GET; ")
 
 
 def test_bad_parameters_are_422_in_one_line(client: httpx.Client) -> None:

@@ -99,13 +99,28 @@ def _handle_errors(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http(request: Request, err: HTTPException) -> Response:
-        return error_response(err.status_code, str(err.detail), dict(err.headers or {}))
+        headers = dict(err.headers or {})
+        return error_response(err.status_code, _routing_error(request, err, headers), headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError) -> Response:
         first = err.errors()[0] if err.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
         return error_response(422, f"{where}: {first.get('msg', 'invalid')}")
+
+
+def _routing_error(request: Request, err: HTTPException, headers: dict[str, str]) -> str:
+    """The line of an HTTPException: Starlette's bare "Not Found" and "Method Not Allowed"
+    (no route, or the route of another method) say which routes there are."""
+    asked = f"{request.method} {request.url.path}"
+    if err.status_code == 404 and err.detail == "Not Found":
+        return (f"no route {asked}; the routes are POST /v1/evaluate, POST and GET "
+                "/v1/studies, GET /v1/studies/NAME[/best|/trials|/plan|/report] "
+                "(/openapi.json lists them)")
+    if err.status_code == 405 and "allow" in {k.lower() for k in headers}:
+        allow = next(v for k, v in headers.items() if k.lower() == "allow")
+        return f"{asked}: this route takes {allow}; /openapi.json lists the routes"
+    return str(err.detail)
 
 
 def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
