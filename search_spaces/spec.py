@@ -47,7 +47,7 @@ from .sections import (
     TrainingSection,
     resolve_model,
 )
-from .yaml_io import load_yaml, read_text
+from .yaml_io import decode_text, load_yaml, read_text
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
@@ -197,13 +197,15 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
     return spec
 
 
-def load_spec(path: str | Path) -> StudySpec:
-    """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice).
+def load_spec(path: str | Path, content: bytes | None = None) -> StudySpec:
+    """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice), or
+    parse `content`, the bytes already read from it (a pipe, `<(command)`, reads once).
 
     Raises FileNotFoundError for a missing file and SpecError naming the file and the field
     for anything wrong in it (a SpecErrors, one line each, when several things are)."""
     path = Path(path)
-    data = load_yaml(read_text(path), file=str(path))
+    text = read_text(path) if content is None else decode_text(content, path)
+    data = load_yaml(text, file=str(path))
     return parse_spec(data, file=str(path), name=path.stem)
 
 

@@ -16,7 +16,7 @@ import yaml
 from .errors import SpecError
 from .messages import from_yaml_error
 
-__all__ = ["DuplicateKeyError", "StrictLoader", "load_yaml", "read_text"]
+__all__ = ["DuplicateKeyError", "StrictLoader", "decode_text", "load_yaml", "read_text"]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -57,7 +57,12 @@ class FastStrictLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeL
 def read_text(path: str | Path) -> str:
     """The text of a UTF-8 file; SpecError (one line naming the file) for a binary file or
     another encoding, FileNotFoundError and the other OSErrors as they are."""
-    data = Path(path).read_bytes()
+    return decode_text(Path(path).read_bytes(), path)
+
+
+def decode_text(data: bytes, path: str | Path) -> str:
+    """The text of the bytes read from file `path`; SpecError (one line naming the file) for a
+    binary file or another encoding."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

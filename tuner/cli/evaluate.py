@@ -46,8 +46,9 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
 def _evaluated(path: str) -> cache.Evaluated:
     """The spec at `path` evaluated: from the cache when neither it nor anything its answer
     depends on changed, else loaded, validated and evaluated (and then cached)."""
-    data = cache.read_or_none(path)
-    found = cache.load(path, data) if data is not None else None
+    data = cache.read_or_none(path)  # read once: a pipe (`<(command)`) gives its bytes once
+    regular = os.path.isfile(path)  # a pipe is never cached: it cannot be read again
+    found = cache.load(path, data) if data is not None and regular else None
     if found is not None:
         return found
     _one_blas_thread()
@@ -56,7 +57,7 @@ def _evaluated(path: str) -> cache.Evaluated:
     from ..engine.limits import fixed_result
     from ..views import text as render
 
-    spec = load_spec(path)  # errors as without a cache: this names the file and the field
+    spec = load_spec(path, data)  # errors as without a cache: this names the file and field
     profile = spec.calibration_path()
     reads = [str(profile.absolute())] if profile is not None else []
     digests = [cache.file_digest(p) for p in reads]  # before the files are read to evaluate
@@ -64,7 +65,7 @@ def _evaluated(path: str) -> cache.Evaluated:
     done = cache.Evaluated(render.evaluation_text(spec.name, result, tokens=spec.training.tokens),
                            json.loads(render.to_json(result.as_dict())),
                            tuple(d for d in digests if d is not None))
-    if data is not None and None not in digests and cache.read_or_none(path) == data:
+    if regular and None not in digests and cache.read_or_none(path) == data:
         cache.store(path, data, done)  # the spec evaluated is the one whose bytes key it
     return done
 
