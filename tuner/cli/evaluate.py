@@ -65,7 +65,8 @@ def _evaluated(path: str) -> cache.Evaluated:
     done = cache.Evaluated(render.evaluation_text(spec.name, result, tokens=spec.training.tokens),
                            json.loads(render.to_json(result.as_dict())),
                            tuple(d for d in digests if d is not None))
-    if regular and None not in digests and cache.read_or_none(path) == data:
+    if data is not None and regular and None not in digests \
+            and cache.read_or_none(path) == data:
         cache.store(path, data, done)  # the spec evaluated is the one whose bytes key it
     return done
 
