@@ -128,3 +128,14 @@ def test_a_directory_given_as_a_spec_is_one_line(tmp_path: Path) -> None:
     code, out, err = _run("evaluate", str(tmp_path))
     assert code == 2 and not out
     assert err.strip() == f"error: {tmp_path}: is a directory; give a file"
+
+
+def test_studies_counts_trials_with_thousands_separators() -> None:
+    """As every other count the commands print (`3,960 plans evaluated`)."""
+    from tuner.views.studies import studies_text
+
+    text = studies_text([{"name": "big", "objectives": ["throughput"], "trials": 25000,
+                          "target_trials": 20000, "complete": 12345, "pruned": 11000,
+                          "fail": 1500, "running": 155, "best_values": None}], storage="s")
+    assert text.splitlines()[-1].split()[2:7] == ["12,345/20,000", "12,345", "11,000",
+                                                   "1,500", "155"]
