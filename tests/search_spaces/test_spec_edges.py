@@ -260,3 +260,17 @@ def test_a_blank_study_name_or_one_with_control_characters_is_refused(name: str)
 
 def test_a_study_name_keeps_what_the_command_line_accepts() -> None:
     assert parse_spec(_spec(name="my study/v2.1"), file="s.yaml").name == "my study/v2.1"
+
+
+@pytest.mark.parametrize(("section", "value", "words"), [
+    ("plan", {"tp": []}, "plan.tp: an empty list offers nothing to choose; give one value "
+                         "(tp: VALUE) or the values to search (tp: [A, B])"),
+    ("cluster", {"gpu": []}, "cluster.gpu: an empty list offers nothing to choose; give one "
+                             "value (gpu: VALUE) or the values to search (gpu: [A, B])"),
+    ("cluster", {"pools": []}, "cluster.pools: an empty list; give at least 1 item"),
+])
+def test_an_empty_list_says_what_to_write(section: str, value: Any, words: str) -> None:
+    """Not pydantic's 'tuple should have at least 1 item after validation'."""
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(**{section: value}), file="s.yaml")
+    assert str(raised.value) == f"s.yaml: {words}"
