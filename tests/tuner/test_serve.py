@@ -110,6 +110,16 @@ def test_a_bad_spec_in_a_list_is_named_by_its_place(client: httpx.Client) -> Non
     assert answer.status_code == 422 and answer.json()["error"].startswith("request[1]: plan")
 
 
+def test_every_bad_spec_of_a_list_is_named(client: httpx.Client) -> None:
+    good = yaml.safe_load(LLAMA.read_text())
+    answer = client.post("/v1/evaluate", json=[good, {**good, "model": "nope"}, good,
+                                               {**good, "training": 1}])
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error.startswith("request[1]: model: ") and "; request[3]: training" in error
+    assert "request[0]" not in error and "request[2]" not in error
+
+
 def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Client) -> None:
     """The command line prints one line per error; the API's one line keeps them apart."""
     answer = client.post("/v1/evaluate", json={"name": "x"})

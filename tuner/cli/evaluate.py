@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from ..errors import InputErrors
 from . import evaluated as cache
 from .leaving import freeze_at_exit
 from .options import json_option
@@ -35,12 +36,32 @@ def _one_blas_thread() -> None:
 def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     """The cost model on fixed specs: step time, memory, breakdown."""
     freeze_at_exit()  # the interpreter's exit leaves the ~400 modules' objects to the OS
-    results = [_evaluated(path) for path in specs]
+    results = _each_evaluated(specs)
     if as_json:
         payload = [e.value for e in results]
         click.echo(cache.to_json(payload[0] if len(payload) == 1 else payload))
         return
     click.echo("\n\n".join(e.text for e in results))
+
+
+def _each_evaluated(specs: tuple[str, ...]) -> list[cache.Evaluated]:
+    """Every spec evaluated; where some are bad, the error of each (InputErrors: a line
+    each), so that one run names every file to fix."""
+    from .main import user_error
+
+    results, errors = [], []
+    for path in specs:
+        try:
+            results.append(_evaluated(path))
+        except Exception as err:  # a bug is raised again below, as it is
+            if not user_error(err):
+                raise
+            errors.append(err)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors) from errors[0]
+    return results
 
 
 def _evaluated(path: str) -> cache.Evaluated:

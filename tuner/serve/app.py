@@ -28,7 +28,7 @@ from cost import CostModelError
 from search_spaces import SpecError, StudySpec
 from studies import StudyError, close_storage
 
-from ..errors import TunerError, one_line
+from ..errors import InputErrors, TunerError, one_line
 from .auth import bearer_guard
 from .config import ServeConfig
 from .guard import Guard
@@ -40,7 +40,8 @@ __all__ = ["create_app"]
 
 _LOG = logging.getLogger(__name__)
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
-    (SpecError, 422), (CostModelError, 422), (StudyError, 409), (TunerError, 409))
+    (SpecError, 422), (CostModelError, 422), (InputErrors, 422), (StudyError, 409),
+    (TunerError, 409))
 DESCRIPTION = ("cluster-tuner over HTTP: evaluate fixed specs, run studies in background "
                "worker processes, read their best plans, trials, framework settings and "
                "reports. Bodies are specs (shared/SPEC.md) as JSON or YAML.")
