@@ -236,6 +236,45 @@ def test_a_study_made_by_the_command_line_is_read_over_http(
         [s["name"] for s in _cli_json("studies", "--storage", storage.group(1), "--json")]
 
 
+def test_advice_names_the_api_not_the_command_line(server: Server, client: httpx.Client,
+                                                  tmp_path: Path) -> None:
+    """A client of the API is told what to send, not which `tuner` command to run."""
+    storage = re.search(r"storage (\S+);", server.text())
+    assert storage is not None
+    spec = tiny("advised", search={"sampler": "random", "trials": 2, "seed": 0})
+    (tmp_path / "advised.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    _cli_json("search", str(tmp_path / "advised.yaml"), "--storage", storage.group(1), "--json")
+    missing = client.get("/v1/studies/advised/plan", params={"trial": 999}).json()["error"]
+    assert missing.endswith("choose a complete trial (GET /v1/studies/advised/trials lists "
+                            "them)"), missing
+    changed = client.post("/v1/studies", json={**spec, "training": {
+        **spec["training"], "global_batch": 64}}).json()["error"]
+    assert "tuner" not in changed and changed.endswith(
+        "or POST the spec it was made with to continue it"), changed
+
+
+@pytest.mark.parametrize(("said", "told"), [
+    ("resnet-50 is a layers model; the Megatron-LM, NeMo and torchtitan formats are for "
+     "transformers: use --as spec", "... transformers: use as=spec"),
+    ("no trial so far fits memory and the constraints; run more trials (`tuner resume x`) or "
+     "relax the constraints; the nearest miss is trial 3 (--trial 3)",
+     "... run more trials (POST its spec to /v1/studies again) or relax the constraints; the "
+     "nearest miss is trial 3 (trial=3)"),
+    ("--trial N picks any trial (`tuner export` lists them)",
+     "trial=N picks any trial (GET /v1/studies/x/trials lists them)"),
+    ("its stored spec no longer parses (...); start a new study with `tuner search SPEC`",
+     "its stored spec no longer parses (...); POST a spec with a new `name:` to /v1/studies"),
+    ("tp=3 does not divide heads=8; choose one of [1, 2, 4, 8]",
+     "tp=3 does not divide heads=8; choose one of [1, 2, 4, 8]"),
+])
+def test_command_line_advice_becomes_a_request(said: str, told: str) -> None:
+    from tuner.serve.wording import for_http
+
+    found = for_http(said, "x")
+    assert "tuner " not in found and "--" not in found
+    assert found == told if not told.startswith("...") else found.endswith(told[4:])
+
+
 def test_a_failure_inside_is_a_generic_500_and_logged(server: Server, client: httpx.Client
                                                       ) -> None:
     """A trial whose stored result is garbage breaks `best`: the client gets one line, the

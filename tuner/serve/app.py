@@ -5,7 +5,7 @@ line"}, and the OpenAPI schema at /openapi.json (docs at /docs) with the spec mo
 Errors: a bad spec 422 (the command line's message, naming `request` where the command line
 names the file), no such study 404, a study that cannot answer yet or holds another problem
 409, a missing or wrong token 401, a body over the limit 413, too many studies 429, anything
-else a generic 500."""
+else a generic 500; the library's advice as requests, not commands (tuner.serve.wording)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from .guard import Guard
 from .routes import error_response, v1_router
 from .runner import Runner
 from .service import RequestError, Service
+from .wording import for_http
 
 __all__ = ["create_app"]
 
@@ -89,7 +90,7 @@ def _handle_errors(app: FastAPI) -> None:
     """Every error as {"error": "one line"} with its status (the module's docstring)."""
     async def library(request: Request, err: Exception) -> Response:
         status = next(code for kind, code in _STATUS if isinstance(err, kind))
-        return error_response(status, one_line(err))
+        return error_response(status, for_http(one_line(err), request.path_params.get("name")))
 
     for kind, _ in _STATUS:
         app.add_exception_handler(kind, library)
