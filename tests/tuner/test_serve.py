@@ -147,6 +147,19 @@ def test_bodies_that_are_no_spec_are_422(client: httpx.Client, body: bytes,
     assert answer.status_code == 422 and words in answer.json()["error"], answer.text
 
 
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_a_key_given_twice_is_refused_in_json_as_in_yaml(client: httpx.Client,
+                                                        content_type: str) -> None:
+    """JSON's decoder keeps the last of two equal keys without a word, as PyYAML does: the
+    spec file's rule (search_spaces.yaml_io) holds for a JSON body too."""
+    body = json.dumps(yaml.safe_load(LLAMA.read_text())).replace(
+        '"cluster": {', '"cluster": {"gpu": "a100-80gb", "nodes": 1}, "cluster": {', 1)
+    answer = client.post("/v1/evaluate", content=body, headers={"content-type": content_type})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert "key 'cluster' is given twice" in error and error.endswith("keep one"), error
+
+
 def test_a_search_space_is_refused_by_evaluate_with_its_size(client: httpx.Client) -> None:
     space = (EXAMPLES / "llama3-70b-64-h100.yaml").read_bytes()
     answer = client.post("/v1/evaluate", content=space, headers=YAML)

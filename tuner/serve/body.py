@@ -14,7 +14,7 @@ import yaml
 
 from search_spaces import SpecError
 from search_spaces.messages import from_yaml_error
-from search_spaces.yaml_io import StrictLoader
+from search_spaces.yaml_io import StrictLoader, load_yaml
 
 __all__ = ["REQUEST", "documents", "label"]
 
@@ -56,19 +56,30 @@ def _too_deep() -> str:
             "mappings one inside another); send a spec, or a list of specs")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once (json.loads keeps the last of two equal
+    keys without a word, as PyYAML does; a spec file refuses it: search_spaces.yaml_io)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise SpecError(f"key {key!r} is given twice in one object; keep one", file=REQUEST)
+        found[key] = value
+    return found
+
+
 def _parse(text: str, content_type: str) -> Any:
     if "json" in content_type.lower():
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as err:
             raise SpecError(f"malformed JSON: {err.msg}; fix the syntax, or send YAML with "
                             "Content-Type: application/yaml", file=REQUEST,
                             field=f"line {err.lineno}, column {err.colno}") from None
     try:
         _refuse_aliases(text)
-        return yaml.load(text, Loader=_LOADER)  # a safe loader: plain values only
     except yaml.YAMLError as err:
         raise from_yaml_error(err, file=REQUEST) from None
+    return load_yaml(text, file=REQUEST)  # a spec file's loader: plain values, keys once
 
 
 def documents(body: bytes, content_type: str, *, max_specs: int) -> tuple[list[Any], bool]:
