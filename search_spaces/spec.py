@@ -89,7 +89,9 @@ class StudySpec(Frozen):
     model: Annotated[
         Union[Annotated[ModelSection, Tag("<transformer>")],  # noqa: UP007
               Annotated[LayersSection, Tag("<layers>")]],
-        Discriminator(_model_kind), BeforeValidator(resolve_model)]
+        Discriminator(_model_kind),
+        BeforeValidator(resolve_model,  # a catalog name, or a section's mapping
+                        json_schema_input_type=str | ModelSection | LayersSection)]
     training: TrainingSection
     cluster: Annotated[ClusterSection, BeforeValidator(_one_cluster)]
     plan: PlanSection = PlanSection()
