@@ -274,3 +274,15 @@ def test_an_empty_list_says_what_to_write(section: str, value: Any, words: str) 
     with pytest.raises(SpecError) as raised:
         parse_spec(_spec(**{section: value}), file="s.yaml")
     assert str(raised.value) == f"s.yaml: {words}"
+
+
+def test_a_number_longer_than_python_reads_is_one_line(tmp_path: Path) -> None:
+    """Python refuses to read an integer of more than 4300 digits (a ValueError, which was a
+    traceback); the spec's line says where it is and what to write."""
+    path = tmp_path / "big.yaml"
+    path.write_text("name: x\nmodel: gpt3-1.3b\ntraining:\n  global_batch: " + "9" * 5000
+                    + "\n", encoding="utf-8")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(raised.value).startswith(f"{path}: line 4, column 17: the number 99999")
+    assert "5,000 digits" in str(raised.value)

@@ -139,6 +139,8 @@ def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Clie
     (b"[" * 200 + b"]" * 200, YAML, "nested too deeply"),
     (b"[" * 3000, YAML, "(more than 32 lists"),
     (b"- 1\n" * 65, YAML, "at most 64"),
+    (b"a: " + b"9" * 5000, YAML, "5,000 digits"),
+    (b'{"a": ' + b"9" * 5000 + b"}", {"content-type": "application/json"}, "5,000 digits"),
     (b"just a string", YAML, "a spec is a YAML mapping"),
 ])
 def test_bodies_that_are_no_spec_are_422(client: httpx.Client, body: bytes,

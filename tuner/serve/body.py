@@ -8,13 +8,14 @@ SpecError naming `request` where the command line names the file."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
 
 from search_spaces import SpecError
 from search_spaces.messages import from_yaml_error
-from search_spaces.yaml_io import StrictLoader, load_yaml
+from search_spaces.yaml_io import StrictLoader, load_yaml, too_long_number
 
 __all__ = ["REQUEST", "documents", "label"]
 
@@ -75,6 +76,10 @@ def _parse(text: str, content_type: str) -> Any:
             raise SpecError(f"malformed JSON: {err.msg}; fix the syntax, or send YAML with "
                             "Content-Type: application/yaml", file=REQUEST,
                             field=f"line {err.lineno}, column {err.colno}") from None
+        except ValueError as err:  # an integer longer than Python reads
+            number = re.search(r"\d{100,}", text)
+            raise SpecError(too_long_number(number.group() if number else str(err)),
+                            file=REQUEST) from None
     try:
         _refuse_aliases(text)
     except yaml.YAMLError as err:
