@@ -162,6 +162,23 @@ def test_a_key_given_twice_is_refused_in_json_as_in_yaml(client: httpx.Client,
     assert "key 'cluster' is given twice" in error and error.endswith("keep one"), error
 
 
+def test_a_body_is_read_by_libyaml_where_pyyaml_has_it(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """Pure-Python PyYAML took 15 s of the server's CPU for a 900 kB YAML list; a well-formed
+    body is read by libyaml's parser (the pure one reads only a body it refuses, for the
+    command line's message)."""
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML built without libyaml")
+    from tuner.serve.body import documents
+
+    def pure(*args: Any) -> Any:
+        raise AssertionError("the pure-Python parser read a well-formed body")
+
+    monkeypatch.setattr(yaml.parser.Parser, "parse_node", pure)
+    items, many = documents(LLAMA.read_bytes(), "application/yaml", max_specs=64)
+    assert not many and items[0]["model"] == "llama3-70b"
+
+
 def test_a_search_space_is_refused_by_evaluate_with_its_size(client: httpx.Client) -> None:
     space = (EXAMPLES / "llama3-70b-64-h100.yaml").read_bytes()
     answer = client.post("/v1/evaluate", content=space, headers=YAML)
