@@ -266,7 +266,8 @@ def _storage_error(url: str, err: Exception) -> StudyError:
         what = ("names a database SQLAlchemy does not know; use sqlite:///FILE, "
                 "postgresql+psycopg://... or mysql+pymysql://...")
     elif isinstance(err, sqlalchemy.exc.ArgumentError):
-        what = "is not a storage URL; give one such as sqlite:///studies.db"
+        what = ("is not a storage URL; give one such as sqlite:///studies.db or a journal "
+                "file, journal:///PATH.log")
     elif isinstance(err, ImportError):
         what = f"needs {_driver(url)}, which is not installed; install it or use sqlite:///FILE"
     elif isinstance(err, sqlalchemy.exc.OperationalError) and sqlite:
