@@ -162,6 +162,18 @@ def test_a_key_given_twice_is_refused_in_json_as_in_yaml(client: httpx.Client,
     assert "key 'cluster' is given twice" in error and error.endswith("keep one"), error
 
 
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_a_body_with_a_byte_order_mark_is_read(client: httpx.Client, content_type: str
+                                               ) -> None:
+    """Windows tools (PowerShell's Get-Content | Invoke-RestMethod, Notepad's files) start
+    UTF-8 with a BOM, which JSON allows a reader to ignore (RFC 8259, sec. 8.1) and a spec file
+    may hold: it was 'malformed JSON: Unexpected UTF-8 BOM'."""
+    body = json.dumps(yaml.safe_load(LLAMA.read_text())).encode()
+    answer = client.post("/v1/evaluate", content=b"\xef\xbb\xbf" + body,
+                         headers={"content-type": content_type})
+    assert answer.status_code == 200, answer.text
+
+
 def test_a_body_is_read_by_libyaml_where_pyyaml_has_it(monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
     """Pure-Python PyYAML took 15 s of the server's CPU for a 900 kB YAML list; a well-formed

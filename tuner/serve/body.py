@@ -101,7 +101,7 @@ def _parse(text: str, content_type: str) -> Any:
 def documents(body: bytes, content_type: str, *, max_specs: int) -> tuple[list[Any], bool]:
     """The specs' data in the body, and whether the body was a list."""
     try:
-        text = body.decode("utf-8")
+        text = body.decode("utf-8-sig")  # a byte order mark ignored (RFC 8259, sec. 8.1)
     except UnicodeDecodeError:
         raise SpecError("the body is not UTF-8 text; send the spec as JSON or YAML",
                         file=REQUEST) from None
