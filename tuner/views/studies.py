@@ -170,7 +170,7 @@ def no_feasible_note(study: optuna.Study) -> str:
 def _values_text(values: Sequence[float] | None) -> str:
     if not values:
         return "-"
-    return ", ".join(_number(v, ".4g") for v in values)
+    return " / ".join(_number(v, ",.0f" if abs(v or 0) >= 1000 else ".4g") for v in values)
 
 
 def studies_text(summaries: Sequence[Mapping[str, Any]], *, storage: str) -> str:
