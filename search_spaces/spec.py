@@ -67,12 +67,21 @@ def _one_cluster(value: Any) -> Any:
     return value
 
 
+MAX_NAME_CHARS = 512
+"""The longest study name every storage keeps: Optuna's study_name column is VARCHAR(512)
+(optuna.storages._rdb.models.MAX_INDEXED_STRING_LENGTH), which PostgreSQL and MySQL enforce
+and SQLite does not."""
+
+
 def _study_name(name: str) -> str:
     """A name a table, a header and a command line can show: not blank, no control
     characters (a line break would split every table that lists it)."""
     if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise ValueError(f"{name!r} is no study name: give one of visible characters (e.g. "
                          "name: llama3-70b-h100), or leave it out for the file's name")
+    if len(name) > MAX_NAME_CHARS:
+        raise ValueError(f"{len(name):,} characters; a study name has at most "
+                         f"{MAX_NAME_CHARS} (a storage's column); shorten it")
     return name
 
 

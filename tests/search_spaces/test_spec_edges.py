@@ -286,3 +286,14 @@ def test_a_number_longer_than_python_reads_is_one_line(tmp_path: Path) -> None:
         load_spec(path)
     assert str(raised.value).startswith(f"{path}: line 4, column 17: the number 99999")
     assert "5,000 digits" in str(raised.value)
+
+
+def test_a_study_name_fits_every_storage() -> None:
+    """Optuna stores study_name as VARCHAR(512): a longer name worked on SQLite and failed on
+    PostgreSQL as 'the storage's database failed: value too long ... (a damaged SQLite file:
+    restore it from a copy)'. The spec refuses it, on every storage alike."""
+    assert parse_spec(_spec(name="n" * 512), file="s.yaml").name == "n" * 512
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(name="é" * 513), file="s.yaml")
+    assert str(raised.value).startswith("s.yaml: name: 513 characters; a study name has at "
+                                        "most 512")
