@@ -164,7 +164,12 @@ class _ChoiceOf:
 
     def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema,
                                      handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return handler(self._model().__pydantic_core_schema__)
+        """Choice[inner]'s `{values: [...]}`, or the bare list a spec writes (`tp: [1, 2]`,
+        which _wrap_list takes as the values): a client validating against /openapi.json
+        refused every spec with a choice before."""
+        choice = handler(self._model().__pydantic_core_schema__)
+        values = handler.resolve_ref_schema(choice)["properties"]["values"]
+        return {"anyOf": [values, choice]}
 
 
 def _choosable(inner: Any, *, ranges: bool) -> Any:

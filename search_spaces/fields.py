@@ -44,7 +44,7 @@ def _quantity(kind: str, *, positive: bool = False) -> Any:
         except SpecError as err:
             raise ValueError(err.message) from None
 
-    return BeforeValidator(parse)
+    return BeforeValidator(parse, json_schema_input_type=float | str)  # "400 Gbit/s"
 
 
 Count = Annotated[int, Field(strict=True, ge=1, le=MAX_GPUS)]

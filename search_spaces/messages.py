@@ -98,11 +98,23 @@ def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) 
     message = str(error["msg"])
     if kind in ("spec", "repeated"):
         return message
+    if kind == "too_short" and error.get("input") == []:
+        return _empty_list(loc, int((error.get("ctx") or {}).get("min_length", 1)))
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         message = "must be a mapping of fields"  # not pydantic's "... instance of SomeClass"
     shown = error.get("input")
     got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
     return f"{message[:1].lower()}{message[1:]}{got}{_close_word(error)}"
+
+
+def _empty_list(loc: Sequence[Any], least: int) -> str:
+    """An empty list, where pydantic says 'tuple should have at least 1 item after
+    validation': a choice's (tp: [], gpu: []) offers nothing to search."""
+    if "<choice>" in loc:
+        name = next(str(p) for p in reversed(_clean(loc)) if isinstance(p, str))
+        return (f"an empty list offers nothing to choose; give one value ({name}: VALUE) or "
+                f"the values to search ({name}: [A, B])")
+    return f"an empty list; give at least {least} item{'s' if least != 1 else ''}"
 
 
 def _close_word(error: Mapping[str, Any]) -> str:

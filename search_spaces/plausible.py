@@ -144,7 +144,7 @@ def bare_checked(field: str) -> BeforeValidator:
         except SpecError as err:
             raise ValueError(err.message) from None
 
-    return BeforeValidator(parse)
+    return BeforeValidator(parse, json_schema_input_type=float | str)  # "400 Gbit/s"
 
 
 HbmCapacity = Annotated[float, bare_checked("hbm_capacity"), Field(gt=0)]

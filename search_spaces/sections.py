@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from cost import MLA, Efficiency, ModelSpec, TrainingSpec
 
@@ -252,8 +252,11 @@ def _as_list(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
+_OBJECTIVE_NAME = {"type": "string", "enum": list(get_args(ObjectiveName))}
 Objective = Annotated[
-    tuple[ObjectiveName, ...], BeforeValidator(_as_list), Field(min_length=1, max_length=2)
+    tuple[ObjectiveName, ...], BeforeValidator(_as_list), Field(min_length=1, max_length=2),
+    WithJsonSchema({"anyOf": [_OBJECTIVE_NAME, {  # one name, or two for a Pareto front
+        "type": "array", "items": _OBJECTIVE_NAME, "minItems": 1, "maxItems": 2}]}),
 ]
 
 

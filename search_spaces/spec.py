@@ -47,7 +47,7 @@ from .sections import (
     TrainingSection,
     resolve_model,
 )
-from .yaml_io import load_yaml, read_text
+from .yaml_io import decode_text, load_yaml, read_text
 
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
@@ -67,12 +67,21 @@ def _one_cluster(value: Any) -> Any:
     return value
 
 
+MAX_NAME_CHARS = 512
+"""The longest study name every storage keeps: Optuna's study_name column is VARCHAR(512)
+(optuna.storages._rdb.models.MAX_INDEXED_STRING_LENGTH), which PostgreSQL and MySQL enforce
+and SQLite does not."""
+
+
 def _study_name(name: str) -> str:
     """A name a table, a header and a command line can show: not blank, no control
     characters (a line break would split every table that lists it)."""
     if not name.strip() or any(ord(c) < 32 or ord(c) == 127 for c in name):
         raise ValueError(f"{name!r} is no study name: give one of visible characters (e.g. "
                          "name: llama3-70b-h100), or leave it out for the file's name")
+    if len(name) > MAX_NAME_CHARS:
+        raise ValueError(f"{len(name):,} characters; a study name has at most "
+                         f"{MAX_NAME_CHARS} (a storage's column); shorten it")
     return name
 
 
@@ -89,7 +98,9 @@ class StudySpec(Frozen):
     model: Annotated[
         Union[Annotated[ModelSection, Tag("<transformer>")],  # noqa: UP007
               Annotated[LayersSection, Tag("<layers>")]],
-        Discriminator(_model_kind), BeforeValidator(resolve_model)]
+        Discriminator(_model_kind),
+        BeforeValidator(resolve_model,  # a catalog name, or a section's mapping
+                        json_schema_input_type=str | ModelSection | LayersSection)]
     training: TrainingSection
     cluster: Annotated[ClusterSection, BeforeValidator(_one_cluster)]
     plan: PlanSection = PlanSection()
@@ -197,13 +208,15 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
     return spec
 
 
-def load_spec(path: str | Path) -> StudySpec:
-    """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice).
+def load_spec(path: str | Path, content: bytes | None = None) -> StudySpec:
+    """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice), or
+    parse `content`, the bytes already read from it (a pipe, `<(command)`, reads once).
 
     Raises FileNotFoundError for a missing file and SpecError naming the file and the field
     for anything wrong in it (a SpecErrors, one line each, when several things are)."""
     path = Path(path)
-    data = load_yaml(read_text(path), file=str(path))
+    text = read_text(path) if content is None else decode_text(content, path)
+    data = load_yaml(text, file=str(path))
     return parse_spec(data, file=str(path), name=path.stem)
 
 

@@ -8,6 +8,7 @@ second cluster without a word. Here the second one is an error naming both lines
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,23 @@ import yaml
 from .errors import SpecError
 from .messages import from_yaml_error
 
-__all__ = ["DuplicateKeyError", "StrictLoader", "load_yaml", "read_text"]
+__all__ = ["DuplicateKeyError", "NumberTooLongError", "StrictLoader", "decode_text",
+           "load_yaml", "read_text", "too_long_number"]
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
     """A mapping that gives one key twice."""
+
+
+class NumberTooLongError(yaml.constructor.ConstructorError):
+    """An integer of more digits than Python reads (sys.get_int_max_str_digits: 4300)."""
+
+
+def too_long_number(text: str) -> str:
+    """What to write instead of the integer `text`, too long for Python to read."""
+    digits = sum(c.isdigit() for c in text)
+    return (f"the number {text[:12]}... has {digits:,} digits, more than Python reads "
+            f"({sys.get_int_max_str_digits():,}); write it with an exponent, e.g. 1e30")
 
 
 class _NoDuplicateKeys(yaml.constructor.SafeConstructor):
@@ -44,6 +57,17 @@ class _NoDuplicateKeys(yaml.constructor.SafeConstructor):
             seen[key] = key_node
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # the digits limit: int() refuses, where YAML has no limit
+            raise NumberTooLongError(None, None, too_long_number(str(node.value)),
+                                     node.start_mark) from None
+
+
+_NoDuplicateKeys.add_constructor(  # type: ignore[type-var]  # the stubs want a loader class
+    "tag:yaml.org,2002:int", _NoDuplicateKeys.construct_yaml_int)
+
 
 class StrictLoader(_NoDuplicateKeys, yaml.SafeLoader):
     """yaml.SafeLoader that refuses a mapping holding the same key twice."""
@@ -57,7 +81,12 @@ class FastStrictLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeL
 def read_text(path: str | Path) -> str:
     """The text of a UTF-8 file; SpecError (one line naming the file) for a binary file or
     another encoding, FileNotFoundError and the other OSErrors as they are."""
-    data = Path(path).read_bytes()
+    return decode_text(Path(path).read_bytes(), path)
+
+
+def decode_text(data: bytes, path: str | Path) -> str:
+    """The text of the bytes read from file `path`; SpecError (one line naming the file) for a
+    binary file or another encoding."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -71,7 +100,7 @@ def load_yaml(text: str, *, file: str) -> Any:
     change for malformed YAML, a tag such as !!python/object, or a key given twice."""
     try:
         return yaml.load(text, Loader=StrictLoader)
-    except DuplicateKeyError as err:
+    except (DuplicateKeyError, NumberTooLongError) as err:
         mark = err.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         raise SpecError(str(err.problem), file=file, field=where) from err

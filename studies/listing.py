@@ -191,13 +191,15 @@ def _trial_row(trial: FrozenTrial, *, keep_lists: bool = False) -> dict[str, Any
     row["duration_s"] = duration.total_seconds() if duration is not None else None
     stored = result_of(trial)
     _flatten(stored.as_dict() if stored is not None else {}, "", row, keep_lists=keep_lists)
-    row.update({f"constraint.{k}": v for k, v in trial.constraints.items()})
+    # the values the sampler saw, in the result's columns (`constraints.hbm`, which they
+    # equal), not in a second set: a pruned trial has them without a result
+    row.update({f"constraints.{k}": v for k, v in trial.constraints.items()})
     return row
 
 
 def trials_table(study: optuna.Study, *, keep_lists: bool = False) -> list[dict[str, Any]]:
     """One flat row per trial, by number: `plan.tp`, `cluster.gpu`, `memory_per_gpu_bytes.total`,
-    `time_breakdown_s.<term>`, `constraint.<key>`, ... (SI units, as in PLAN_RESULT); lists
+    `time_breakdown_s.<term>`, `constraints.<key>`, ... (SI units, as in PLAN_RESULT); lists
     (`violations`, a cluster's `pools`) as _flatten writes them."""
     return [_trial_row(t, keep_lists=keep_lists) for t in study.get_trials(deepcopy=False)]
 

@@ -258,6 +258,19 @@ def _driver(url: str) -> str:
     return f"the driver of {parsed.drivername}"
 
 
+def _server_said(url: str, err: sqlalchemy.exc.OperationalError) -> str:
+    """' (what the driver said: 'FATAL: database "x" does not exist', 'Connection refused',
+    ...)' on one line, the URL's password masked; '' when it said nothing."""
+    said = " ".join(str(err.orig if err.orig is not None else "").split())
+    try:
+        password = make_url(url).password
+    except Exception:  # an unparsable URL has no password to mask
+        password = None
+    if password:
+        said = said.replace(str(password), "***")
+    return f" ({said[:300]})" if said else ""
+
+
 def _storage_error(url: str, err: Exception) -> StudyError:
     """A one-line StudyError for a storage that cannot be opened; never shows a password."""
     shown = redact_url(url)
@@ -266,13 +279,15 @@ def _storage_error(url: str, err: Exception) -> StudyError:
         what = ("names a database SQLAlchemy does not know; use sqlite:///FILE, "
                 "postgresql+psycopg://... or mysql+pymysql://...")
     elif isinstance(err, sqlalchemy.exc.ArgumentError):
-        what = "is not a storage URL; give one such as sqlite:///studies.db"
+        what = ("is not a storage URL; give one such as sqlite:///studies.db or a journal "
+                "file, journal:///PATH.log")
     elif isinstance(err, ImportError):
         what = f"needs {_driver(url)}, which is not installed; install it or use sqlite:///FILE"
     elif isinstance(err, sqlalchemy.exc.OperationalError) and sqlite:
         what = "cannot be opened as a SQLite file; check the path and its permissions"
     elif isinstance(err, sqlalchemy.exc.OperationalError):
-        what = "does not answer or refused the connection; check host, port and credentials"
+        what = (f"does not answer or refused the connection{_server_said(url, err)}; check "
+                "host, port, database name and credentials")
     elif isinstance(err, RuntimeError) and "version" in str(err).lower():
         what = ("holds an Optuna schema of another version; run `optuna storage upgrade "
                 "--storage URL` or use another storage")

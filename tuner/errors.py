@@ -3,7 +3,9 @@ command line (tuner.cli.main) and the HTTP API (tuner.serve) show."""
 
 from __future__ import annotations
 
-__all__ = ["TunerError", "one_line"]
+from collections.abc import Sequence
+
+__all__ = ["InputErrors", "TunerError", "one_line"]
 
 _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
                 IsADirectoryError: "is a directory; give a file",
@@ -12,6 +14,15 @@ _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
 
 class TunerError(Exception):
     """A command that cannot do what was asked; the message says what to change."""
+
+
+class InputErrors(TunerError):
+    """The errors of several inputs given at once (specs evaluated together), each naming its
+    input: the command line prints a line each, the HTTP API joins them with "; "."""
+
+    def __init__(self, errors: Sequence[BaseException]) -> None:
+        self.errors = tuple(errors)
+        super().__init__("\n".join(one_line(e) for e in self.errors))
 
 
 def one_line(err: BaseException) -> str:

@@ -260,3 +260,40 @@ def test_a_blank_study_name_or_one_with_control_characters_is_refused(name: str)
 
 def test_a_study_name_keeps_what_the_command_line_accepts() -> None:
     assert parse_spec(_spec(name="my study/v2.1"), file="s.yaml").name == "my study/v2.1"
+
+
+@pytest.mark.parametrize(("section", "value", "words"), [
+    ("plan", {"tp": []}, "plan.tp: an empty list offers nothing to choose; give one value "
+                         "(tp: VALUE) or the values to search (tp: [A, B])"),
+    ("cluster", {"gpu": []}, "cluster.gpu: an empty list offers nothing to choose; give one "
+                             "value (gpu: VALUE) or the values to search (gpu: [A, B])"),
+    ("cluster", {"pools": []}, "cluster.pools: an empty list; give at least 1 item"),
+])
+def test_an_empty_list_says_what_to_write(section: str, value: Any, words: str) -> None:
+    """Not pydantic's 'tuple should have at least 1 item after validation'."""
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(**{section: value}), file="s.yaml")
+    assert str(raised.value) == f"s.yaml: {words}"
+
+
+def test_a_number_longer_than_python_reads_is_one_line(tmp_path: Path) -> None:
+    """Python refuses to read an integer of more than 4300 digits (a ValueError, which was a
+    traceback); the spec's line says where it is and what to write."""
+    path = tmp_path / "big.yaml"
+    path.write_text("name: x\nmodel: gpt3-1.3b\ntraining:\n  global_batch: " + "9" * 5000
+                    + "\n", encoding="utf-8")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(raised.value).startswith(f"{path}: line 4, column 17: the number 99999")
+    assert "5,000 digits" in str(raised.value)
+
+
+def test_a_study_name_fits_every_storage() -> None:
+    """Optuna stores study_name as VARCHAR(512): a longer name worked on SQLite and failed on
+    PostgreSQL as 'the storage's database failed: value too long ... (a damaged SQLite file:
+    restore it from a copy)'. The spec refuses it, on every storage alike."""
+    assert parse_spec(_spec(name="n" * 512), file="s.yaml").name == "n" * 512
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(name="é" * 513), file="s.yaml")
+    assert str(raised.value).startswith("s.yaml: name: 513 characters; a study name has at "
+                                        "most 512")

@@ -111,7 +111,9 @@ def test_trials_table_is_flat(tmp_path: Path, results: dict[str, dict]) -> None:
     assert row["plan.tp"] == 8 and row["cluster.gpu"] == "a100-80gb"
     assert row["cluster.gpus"] == 64 and row["feasible"] is True
     assert row["memory_per_gpu_bytes.total"] == results["base"]["memory_per_gpu_bytes"]["total"]
-    assert row["time_breakdown_s.compute"] > 0 and row["constraint.memory"] == -1.0
+    assert row["time_breakdown_s.compute"] > 0 and row["constraints.memory"] == -1.0
+    assert not [key for row in rows for key in row if key.startswith("constraint.")], \
+        "one column per constraint: the result's constraints.KEY, not Optuna's copy too"
     assert row["params.micro_batch"] == 1 and "duration_s" in row
     assert rows[-1]["state"] == "PRUNED" and "plan.tp" not in rows[-1]
 

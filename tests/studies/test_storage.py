@@ -153,3 +153,20 @@ def test_closing_a_sqlite_storage_checkpoints_its_log_and_keeps_it_usable(tmp_pa
     assert sorted(p.name for p in tmp_path.glob("c.db*")) == ["c.db"]
     assert [t.value for t in optuna.load_study(study_name="c", storage=storage).trials] == [1.0]
     close_storage(storage)
+
+
+def test_a_server_that_refuses_says_what_it_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that answers with a reason (no such database, role, SSL) gives it: the line
+    was 'does not answer or refused the connection' whatever the server said."""
+    said = ('connection to server at "db.example", port 5432 failed: FATAL:  database '
+            '"studies" does not exist (password secret)')
+
+    def refuse(url: str, **kwargs: object) -> None:
+        raise sqlalchemy.exc.OperationalError(f"connect {url}", None, Exception(said))
+
+    monkeypatch.setattr(optuna.storages, "RDBStorage", refuse)
+    with pytest.raises(StudyError) as caught:
+        open_storage(SECRET_URL, heartbeat_interval_s=None)
+    message = str(caught.value)
+    assert 'FATAL: database "studies" does not exist' in message, message
+    assert "secret" not in message and len(message.splitlines()) == 1

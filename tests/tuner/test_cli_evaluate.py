@@ -109,6 +109,19 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert code == 2 and "nothere.yaml" in err and len(err.strip().splitlines()) == 1
 
 
+def test_every_bad_spec_of_several_is_named_at_once(tmp_path: Path) -> None:
+    """Specs evaluated together: each bad one has its line (not the first alone, which
+    made a user fix and rerun once per file), and nothing is printed for the good ones."""
+    (tmp_path / "broken.yaml").write_text("name: [\n")
+    (tmp_path / "tp7.yaml").write_text(Path(LLAMA).read_text().replace("tp: 8", "tp: 7"))
+    code, out, err = _run("evaluate", GPT3, str(tmp_path / "broken.yaml"), LLAMA,
+                          str(tmp_path / "tp7.yaml"), str(tmp_path / "nothere.yaml"))
+    lines = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert [line.split(": ")[:2] for line in lines] == [
+        ["error", str(tmp_path / name)] for name in ("broken.yaml", "tp7.yaml", "nothere.yaml")]
+
+
 def test_debug_shows_the_exception(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["--debug", "evaluate", str(tmp_path / "nothere.yaml")])
     assert isinstance(result.exception, FileNotFoundError)

@@ -106,7 +106,8 @@ def test_best_and_export_read_the_result(spec_path: str, storage: str) -> None:
     complete = [r for r in rows if r["state"] == "COMPLETE"]
     assert len(complete) == 10
     assert {"number", "value", "params.tp", "params.pp", "plan.micro_batch",
-            "constraint.hbm"} <= set(complete[0])
+            "constraints.hbm"} <= set(complete[0])
+    assert not [k for k in complete[0] if k.startswith("constraint.")]
     assert max(r["value"] for r in complete) == pytest.approx(best["best"][0]["value"])
 
 

@@ -162,3 +162,10 @@ def test_a_database_that_fails_in_use_is_one_line(tmp_path: Path,
         "copy) or give another --storage (`tuner --debug ...` shows the traceback)"]
     debug = CliRunner().invoke(main, ["--debug", "studies", "--storage", url])
     assert isinstance(debug.exception, optuna.exceptions.StorageInternalError)
+
+
+def test_a_storage_that_is_no_url_names_both_kinds() -> None:
+    """`journal:` (a journal file meant, its path left out) is told the journal form too."""
+    code, _, err = _run("studies", "--storage", "journal:")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "sqlite:///studies.db" in err and "journal:///PATH.log" in err, err

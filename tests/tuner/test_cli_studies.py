@@ -128,3 +128,29 @@ def test_a_directory_given_as_a_spec_is_one_line(tmp_path: Path) -> None:
     code, out, err = _run("evaluate", str(tmp_path))
     assert code == 2 and not out
     assert err.strip() == f"error: {tmp_path}: is a directory; give a file"
+
+
+def test_studies_counts_trials_with_thousands_separators() -> None:
+    """As every other count the commands print (`3,960 plans evaluated`)."""
+    from tuner.views.studies import studies_text
+
+    text = studies_text([{"name": "big", "objectives": ["throughput"], "trials": 25000,
+                          "target_trials": 20000, "complete": 12345, "pruned": 11000,
+                          "fail": 1500, "running": 155, "best_values": None}], storage="s")
+    assert text.splitlines()[-1].split()[2:7] == ["12,345/20,000", "12,345", "11,000",
+                                                   "1,500", "155"]
+
+
+def test_studies_shows_best_values_as_the_other_tables_do() -> None:
+    """10,408 tokens/s as `tuner best` shows it, not 1.041e+04; two objectives apart."""
+    from tuner.views.studies import studies_text
+
+    def best(values: list[float]) -> str:
+        text = studies_text([{"name": "s", "objectives": ["time_to_train", "cost"],
+                              "target_trials": 1, "complete": 1, "pruned": 0, "fail": 0,
+                              "running": 0, "best_values": values}], storage="s")
+        return text.splitlines()[-1].split("  ")[-1].strip()
+
+    assert best([10407.885]) == "10,408"
+    assert best([333.63, 1757642.4]) == "333.6 / 1,757,642"
+    assert best([0.012345]) == "0.01235"

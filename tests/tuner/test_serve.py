@@ -110,6 +110,16 @@ def test_a_bad_spec_in_a_list_is_named_by_its_place(client: httpx.Client) -> Non
     assert answer.status_code == 422 and answer.json()["error"].startswith("request[1]: plan")
 
 
+def test_every_bad_spec_of_a_list_is_named(client: httpx.Client) -> None:
+    good = yaml.safe_load(LLAMA.read_text())
+    answer = client.post("/v1/evaluate", json=[good, {**good, "model": "nope"}, good,
+                                               {**good, "training": 1}])
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error.startswith("request[1]: model: ") and "; request[3]: training" in error
+    assert "request[0]" not in error and "request[2]" not in error
+
+
 def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Client) -> None:
     """The command line prints one line per error; the API's one line keeps them apart."""
     answer = client.post("/v1/evaluate", json={"name": "x"})
@@ -126,13 +136,59 @@ def test_a_spec_with_several_errors_is_one_line_of_each_apart(client: httpx.Clie
     (b"\xff\xfe", YAML, "not UTF-8"),
     (b"a: &x [1, 2]\nb: *x\n", YAML, "aliases"),
     (b"[" * 5000 + b"]" * 5000, {"content-type": "application/json"}, "nested too deeply"),
+    (b"[" * 200 + b"]" * 200, YAML, "nested too deeply"),
+    (b"[" * 3000, YAML, "(more than 32 lists"),
     (b"- 1\n" * 65, YAML, "at most 64"),
+    (b"a: " + b"9" * 5000, YAML, "5,000 digits"),
+    (b'{"a": ' + b"9" * 5000 + b"}", {"content-type": "application/json"}, "5,000 digits"),
     (b"just a string", YAML, "a spec is a YAML mapping"),
 ])
 def test_bodies_that_are_no_spec_are_422(client: httpx.Client, body: bytes,
                                          headers: dict[str, str], words: str) -> None:
     answer = client.post("/v1/evaluate", content=body, headers=headers)
     assert answer.status_code == 422 and words in answer.json()["error"], answer.text
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_a_key_given_twice_is_refused_in_json_as_in_yaml(client: httpx.Client,
+                                                        content_type: str) -> None:
+    """JSON's decoder keeps the last of two equal keys without a word, as PyYAML does: the
+    spec file's rule (search_spaces.yaml_io) holds for a JSON body too."""
+    body = json.dumps(yaml.safe_load(LLAMA.read_text())).replace(
+        '"cluster": {', '"cluster": {"gpu": "a100-80gb", "nodes": 1}, "cluster": {', 1)
+    answer = client.post("/v1/evaluate", content=body, headers={"content-type": content_type})
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert "key 'cluster' is given twice" in error and error.endswith("keep one"), error
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "application/yaml"])
+def test_a_body_with_a_byte_order_mark_is_read(client: httpx.Client, content_type: str
+                                               ) -> None:
+    """Windows tools (PowerShell's Get-Content | Invoke-RestMethod, Notepad's files) start
+    UTF-8 with a BOM, which JSON allows a reader to ignore (RFC 8259, sec. 8.1) and a spec file
+    may hold: it was 'malformed JSON: Unexpected UTF-8 BOM'."""
+    body = json.dumps(yaml.safe_load(LLAMA.read_text())).encode()
+    answer = client.post("/v1/evaluate", content=b"\xef\xbb\xbf" + body,
+                         headers={"content-type": content_type})
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_body_is_read_by_libyaml_where_pyyaml_has_it(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """Pure-Python PyYAML took 15 s of the server's CPU for a 900 kB YAML list; a well-formed
+    body is read by libyaml's parser (the pure one reads only a body it refuses, for the
+    command line's message)."""
+    if not hasattr(yaml, "CSafeLoader"):
+        pytest.skip("PyYAML built without libyaml")
+    from tuner.serve.body import documents
+
+    def pure(*args: Any) -> Any:
+        raise AssertionError("the pure-Python parser read a well-formed body")
+
+    monkeypatch.setattr(yaml.parser.Parser, "parse_node", pure)
+    items, many = documents(LLAMA.read_bytes(), "application/yaml", max_specs=64)
+    assert not many and items[0]["model"] == "llama3-70b"
 
 
 def test_a_search_space_is_refused_by_evaluate_with_its_size(client: httpx.Client) -> None:
@@ -172,6 +228,20 @@ def test_unknown_studies_are_404_on_every_route(client: httpx.Client) -> None:
     assert client.get("/v1/nothing").status_code == 404
 
 
+def test_unknown_routes_and_methods_say_which_there_are(client: httpx.Client) -> None:
+    """A client's typo (a path, or GET for POST) is told the routes, not "Not Found"."""
+    unknown = client.get("/v1/evaluations")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"].startswith("no route GET /v1/evaluations; ")
+    assert "/openapi.json" in unknown.json()["error"]
+    wrong = client.get("/v1/evaluate")
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert wrong.json() == {"error": "GET /v1/evaluate: this route takes POST; "
+                                     "/openapi.json lists the routes"}
+    assert client.delete("/v1/studies/x").json()["error"].startswith(
+        "DELETE /v1/studies/x: this route takes GET; ")
+
+
 def test_bad_parameters_are_422_in_one_line(client: httpx.Client) -> None:
     answer = client.get("/v1/studies/x/best", params={"top": 0})
     assert answer.status_code == 422 and answer.json()["error"].startswith("query.top: ")
@@ -208,6 +278,45 @@ def test_a_study_made_by_the_command_line_is_read_over_http(
     listed = client.get("/v1/studies").json()
     assert [StudySummary.model_validate(s).name for s in listed] == \
         [s["name"] for s in _cli_json("studies", "--storage", storage.group(1), "--json")]
+
+
+def test_advice_names_the_api_not_the_command_line(server: Server, client: httpx.Client,
+                                                  tmp_path: Path) -> None:
+    """A client of the API is told what to send, not which `tuner` command to run."""
+    storage = re.search(r"storage (\S+);", server.text())
+    assert storage is not None
+    spec = tiny("advised", search={"sampler": "random", "trials": 2, "seed": 0})
+    (tmp_path / "advised.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    _cli_json("search", str(tmp_path / "advised.yaml"), "--storage", storage.group(1), "--json")
+    missing = client.get("/v1/studies/advised/plan", params={"trial": 999}).json()["error"]
+    assert missing.endswith("choose a complete trial (GET /v1/studies/advised/trials lists "
+                            "them)"), missing
+    changed = client.post("/v1/studies", json={**spec, "training": {
+        **spec["training"], "global_batch": 64}}).json()["error"]
+    assert "tuner" not in changed and changed.endswith(
+        "or POST the spec it was made with to continue it"), changed
+
+
+@pytest.mark.parametrize(("said", "told"), [
+    ("resnet-50 is a layers model; the Megatron-LM, NeMo and torchtitan formats are for "
+     "transformers: use --as spec", "... transformers: use as=spec"),
+    ("no trial so far fits memory and the constraints; run more trials (`tuner resume x`) or "
+     "relax the constraints; the nearest miss is trial 3 (--trial 3)",
+     "... run more trials (POST its spec to /v1/studies again) or relax the constraints; the "
+     "nearest miss is trial 3 (trial=3)"),
+    ("--trial N picks any trial (`tuner export` lists them)",
+     "trial=N picks any trial (GET /v1/studies/x/trials lists them)"),
+    ("its stored spec no longer parses (...); start a new study with `tuner search SPEC`",
+     "its stored spec no longer parses (...); POST a spec with a new `name:` to /v1/studies"),
+    ("tp=3 does not divide heads=8; choose one of [1, 2, 4, 8]",
+     "tp=3 does not divide heads=8; choose one of [1, 2, 4, 8]"),
+])
+def test_command_line_advice_becomes_a_request(said: str, told: str) -> None:
+    from tuner.serve.wording import for_http
+
+    found = for_http(said, "x")
+    assert "tuner " not in found and "--" not in found
+    assert found == told if not told.startswith("...") else found.endswith(told[4:])
 
 
 def test_a_failure_inside_is_a_generic_500_and_logged(server: Server, client: httpx.Client

@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from ..errors import InputErrors
 from . import evaluated as cache
 from .leaving import freeze_at_exit
 from .options import json_option
@@ -35,7 +36,7 @@ def _one_blas_thread() -> None:
 def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     """The cost model on fixed specs: step time, memory, breakdown."""
     freeze_at_exit()  # the interpreter's exit leaves the ~400 modules' objects to the OS
-    results = [_evaluated(path) for path in specs]
+    results = _each_evaluated(specs)
     if as_json:
         payload = [e.value for e in results]
         click.echo(cache.to_json(payload[0] if len(payload) == 1 else payload))
@@ -43,11 +44,32 @@ def evaluate(specs: tuple[str, ...], as_json: bool) -> None:
     click.echo("\n\n".join(e.text for e in results))
 
 
+def _each_evaluated(specs: tuple[str, ...]) -> list[cache.Evaluated]:
+    """Every spec evaluated; where some are bad, the error of each (InputErrors: a line
+    each), so that one run names every file to fix."""
+    from .main import user_error
+
+    results, errors = [], []
+    for path in specs:
+        try:
+            results.append(_evaluated(path))
+        except Exception as err:  # a bug is raised again below, as it is
+            if not user_error(err):
+                raise
+            errors.append(err)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors) from errors[0]
+    return results
+
+
 def _evaluated(path: str) -> cache.Evaluated:
     """The spec at `path` evaluated: from the cache when neither it nor anything its answer
     depends on changed, else loaded, validated and evaluated (and then cached)."""
-    data = cache.read_or_none(path)
-    found = cache.load(path, data) if data is not None else None
+    data = cache.read_or_none(path)  # read once: a pipe (`<(command)`) gives its bytes once
+    regular = os.path.isfile(path)  # a pipe is never cached: it cannot be read again
+    found = cache.load(path, data) if data is not None and regular else None
     if found is not None:
         return found
     _one_blas_thread()
@@ -56,7 +78,7 @@ def _evaluated(path: str) -> cache.Evaluated:
     from ..engine.limits import fixed_result
     from ..views import text as render
 
-    spec = load_spec(path)  # errors as without a cache: this names the file and the field
+    spec = load_spec(path, data)  # errors as without a cache: this names the file and field
     profile = spec.calibration_path()
     reads = [str(profile.absolute())] if profile is not None else []
     digests = [cache.file_digest(p) for p in reads]  # before the files are read to evaluate
@@ -64,7 +86,8 @@ def _evaluated(path: str) -> cache.Evaluated:
     done = cache.Evaluated(render.evaluation_text(spec.name, result, tokens=spec.training.tokens),
                            json.loads(render.to_json(result.as_dict())),
                            tuple(d for d in digests if d is not None))
-    if data is not None and None not in digests and cache.read_or_none(path) == data:
+    if data is not None and regular and None not in digests \
+            and cache.read_or_none(path) == data:
         cache.store(path, data, done)  # the spec evaluated is the one whose bytes key it
     return done
 

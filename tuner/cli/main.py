@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from ..errors import TunerError
+from ..errors import InputErrors, TunerError
 from ..errors import one_line as _one_line
 
-__all__ = ["COMMANDS", "main", "optuna_verbosity"]
+__all__ = ["COMMANDS", "main", "optuna_verbosity", "user_error"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "The cost model on fixed specs: step time, memory, breakdown."),
@@ -62,8 +62,16 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def user_error(err: BaseException) -> bool:
+    """Whether `err` is a user's error (one line, exit 2), not a bug (a traceback)."""
+    return isinstance(err, _user_errors())
+
+
 def _lines(err: BaseException) -> list[str]:
-    """The error as one line, or one line per error of a spec with several (SpecErrors)."""
+    """The error as one line, or one line per error of a spec with several (SpecErrors) or
+    of several inputs (InputErrors)."""
+    if isinstance(err, InputErrors):
+        return [line for e in err.errors for line in _lines(e)]
     errors = sys.modules.get("search_spaces.errors")
     if errors is not None and isinstance(err, errors.SpecErrors):
         return [_one_line(e) for e in err.errors]

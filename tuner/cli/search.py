@@ -119,11 +119,12 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
            timeout: float | None, sweep_inner: bool, top: int, storage: str | None,
            heartbeat: int, as_json: bool) -> None:
     """A new study, or more trials of the study of that name."""
-    spec = load_spec(spec_path)
+    content = Path(spec_path).read_bytes()  # once: a pipe (`<(command)`) gives it once
+    spec = load_spec(spec_path, content)
     check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
                         sweep_inner=sweep_inner)
     started = time.perf_counter()
-    text = Path(spec_path).read_text(encoding="utf-8")
+    text = content.decode("utf-8")  # load_spec refused any other encoding
 
     opened: list[optuna.storages.BaseStorage] = []
 

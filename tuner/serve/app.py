@@ -5,7 +5,7 @@ line"}, and the OpenAPI schema at /openapi.json (docs at /docs) with the spec mo
 Errors: a bad spec 422 (the command line's message, naming `request` where the command line
 names the file), no such study 404, a study that cannot answer yet or holds another problem
 409, a missing or wrong token 401, a body over the limit 413, too many studies 429, anything
-else a generic 500."""
+else a generic 500; the library's advice as requests, not commands (tuner.serve.wording)."""
 
 from __future__ import annotations
 
@@ -28,19 +28,21 @@ from cost import CostModelError
 from search_spaces import SpecError, StudySpec
 from studies import StudyError, close_storage
 
-from ..errors import TunerError, one_line
+from ..errors import InputErrors, TunerError, one_line
 from .auth import bearer_guard
 from .config import ServeConfig
 from .guard import Guard
 from .routes import error_response, v1_router
 from .runner import Runner
 from .service import RequestError, Service
+from .wording import for_http
 
 __all__ = ["create_app"]
 
 _LOG = logging.getLogger(__name__)
 _STATUS: tuple[tuple[type[Exception], int], ...] = (
-    (SpecError, 422), (CostModelError, 422), (StudyError, 409), (TunerError, 409))
+    (SpecError, 422), (CostModelError, 422), (InputErrors, 422), (StudyError, 409),
+    (TunerError, 409))
 DESCRIPTION = ("cluster-tuner over HTTP: evaluate fixed specs, run studies in background "
                "worker processes, read their best plans, trials, framework settings and "
                "reports. Bodies are specs (shared/SPEC.md) as JSON or YAML.")
@@ -88,7 +90,7 @@ def _handle_errors(app: FastAPI) -> None:
     """Every error as {"error": "one line"} with its status (the module's docstring)."""
     async def library(request: Request, err: Exception) -> Response:
         status = next(code for kind, code in _STATUS if isinstance(err, kind))
-        return error_response(status, one_line(err))
+        return error_response(status, for_http(one_line(err), request.path_params.get("name")))
 
     for kind, _ in _STATUS:
         app.add_exception_handler(kind, library)
@@ -99,13 +101,28 @@ def _handle_errors(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http(request: Request, err: HTTPException) -> Response:
-        return error_response(err.status_code, str(err.detail), dict(err.headers or {}))
+        headers = dict(err.headers or {})
+        return error_response(err.status_code, _routing_error(request, err, headers), headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, err: RequestValidationError) -> Response:
         first = err.errors()[0] if err.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()))
         return error_response(422, f"{where}: {first.get('msg', 'invalid')}")
+
+
+def _routing_error(request: Request, err: HTTPException, headers: dict[str, str]) -> str:
+    """The line of an HTTPException: Starlette's bare "Not Found" and "Method Not Allowed"
+    (no route, or the route of another method) say which routes there are."""
+    asked = f"{request.method} {request.url.path}"
+    if err.status_code == 404 and err.detail == "Not Found":
+        return (f"no route {asked}; the routes are POST /v1/evaluate, POST and GET "
+                "/v1/studies, GET /v1/studies/NAME[/best|/trials|/plan|/report] "
+                "(/openapi.json lists them)")
+    if err.status_code == 405 and "allow" in {k.lower() for k in headers}:
+        allow = next(v for k, v in headers.items() if k.lower() == "allow")
+        return f"{asked}: this route takes {allow}; /openapi.json lists the routes"
+    return str(err.detail)
 
 
 def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import optuna
 
+from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from studies import (
     best_payload,
@@ -27,6 +28,7 @@ from ..engine.auto import count_plans
 from ..engine.limits import fixed_result
 from ..engine.search import SearchOptions, prepare_search
 from ..engine.trial_spec import chosen_plan
+from ..errors import InputErrors
 from ..export import render
 from ..views.report import build_report
 from ..views.text import to_json
@@ -109,8 +111,16 @@ class Service:
     def evaluate(self, body: bytes, content_type: str) -> str:
         """`tuner evaluate --json` of the body's specs: an object, or a list for a list."""
         items, many = documents(body, content_type, max_specs=self.config.max_specs)
-        results = [fixed_result(_fixed(data, label(i, many))).as_dict()
-                   for i, data in enumerate(items)]
+        results, errors = [], []
+        for i, data in enumerate(items):  # every bad spec of a list named at once
+            try:
+                results.append(fixed_result(_fixed(data, label(i, many))).as_dict())
+            except (SpecError, CostModelError) as err:
+                errors.append(err)
+        if len(errors) > 1:
+            raise InputErrors(errors) from errors[0]
+        if errors:
+            raise errors[0]
         return to_json(results if many else results[0])
 
     def create_study(self, body: bytes, content_type: str) -> dict[str, Any]:

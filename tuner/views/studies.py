@@ -170,7 +170,7 @@ def no_feasible_note(study: optuna.Study) -> str:
 def _values_text(values: Sequence[float] | None) -> str:
     if not values:
         return "-"
-    return ", ".join(_number(v, ".4g") for v in values)
+    return " / ".join(_number(v, ",.0f" if abs(v or 0) >= 1000 else ".4g") for v in values)
 
 
 def studies_text(summaries: Sequence[Mapping[str, Any]], *, storage: str) -> str:
@@ -182,7 +182,7 @@ def studies_text(summaries: Sequence[Mapping[str, Any]], *, storage: str) -> str
               "best"]
     rows = [[str(s["name"]),
              ",".join(s.get("objectives") or s.get("directions") or []),
-             f"{s['complete']}/{s['target_trials']}",
-             str(s["complete"]), str(s["pruned"]), str(s["fail"]), str(s["running"]),
+             f"{s['complete']:,}/{s['target_trials']:,}",
+             *(f"{s[k]:,}" for k in ("complete", "pruned", "fail", "running")),
              _values_text(s.get("best_values"))] for s in summaries]
     return "\n".join([f"studies in {storage}", *_table(header, rows)])
