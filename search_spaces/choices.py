@@ -124,7 +124,7 @@ def _range_bounds_checker(inner: Any) -> Any:
 
                 adapters.append(TypeAdapter(inner))
                 # IntRange's own serializer, which dumping the section calls: pydantic before
-                # 2.10 leaves a deferred model's a placeholder that a dump cannot call
+                # 2.12 leaves a deferred model's a placeholder that a dump cannot call
                 IntRange.model_rebuild()
             adapters[0].validate_python(value.min)
             adapters[0].validate_python(value.max)
@@ -155,7 +155,12 @@ class _ChoiceOf:
         if self._adapter is None:
             from pydantic import TypeAdapter  # pydantic.type_adapter, for a list only
 
-            self._adapter = TypeAdapter(self._model())
+            model = self._model()
+            self._adapter = TypeAdapter(model)
+            # the model's own serializer, which a dump of the section calls on the value (the
+            # field validates through this function, so its schema holds none): pydantic
+            # before 2.12 leaves a deferred model's a placeholder that a dump cannot call
+            model.model_rebuild()
         return self._adapter.validate_python(value)
 
     def __get_pydantic_core_schema__(self, source: Any,
