@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from .choices import Choice, IntRange
 from .errors import SpecError, one_or_many
 
-__all__ = ["dotted", "from_validation_error", "from_yaml_error"]
+__all__ = ["dotted", "from_validation_error", "from_yaml_error", "mark_place"]
 
 _TAGGED_MODELS: dict[str, type[BaseModel]] = {"<range>": IntRange, "<choice>": Choice}
 
@@ -154,7 +154,7 @@ def from_validation_error(
 def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
     """A YAML syntax error, or a tag such as !!python/object that safe_load refuses."""
     mark = getattr(err, "problem_mark", None)
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    where = mark_place(mark)
     problem = str(getattr(err, "problem", None) or err)
     tag = re.search(r"'tag:yaml\.org,2002:([^']+)'", problem)
     if isinstance(err, yaml.constructor.ConstructorError) and "tag" in problem:
@@ -163,3 +163,8 @@ def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
                          "remove the tag", file=file, field=where)
     return SpecError(f"malformed YAML: {problem}; fix the syntax (indentation, quotes, colons)",
                      file=file, field=where)
+
+
+def mark_place(mark: Any) -> str:
+    """'line 3, column 26' of a PyYAML mark (0-based there), '' without one."""
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import SpecError
-from .messages import from_yaml_error
+from .messages import from_yaml_error, mark_place
 
 __all__ = ["DuplicateKeyError", "NumberTooLongError", "StrictLoader", "decode_text",
            "load_yaml", "read_text", "too_long_number"]
@@ -102,7 +102,7 @@ def load_yaml(text: str, *, file: str) -> Any:
         return yaml.load(text, Loader=StrictLoader)
     except (DuplicateKeyError, NumberTooLongError) as err:
         mark = err.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        where = mark_place(mark)
         raise SpecError(str(err.problem), file=file, field=where) from err
     except yaml.YAMLError as err:
         raise from_yaml_error(err, file=file) from err

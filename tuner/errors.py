@@ -3,9 +3,13 @@ command line (tuner.cli.main) and the HTTP API (tuner.serve) show."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
-__all__ = ["InputErrors", "TunerError", "one_line"]
+__all__ = ["InputErrors", "TunerError", "each_or_errors", "one_line"]
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
 
 _FILE_ERRORS = {FileNotFoundError: "no such file; check the path",
                 IsADirectoryError: "is a directory; give a file",
@@ -23,6 +27,27 @@ class InputErrors(TunerError):
     def __init__(self, errors: Sequence[BaseException]) -> None:
         self.errors = tuple(errors)
         super().__init__("\n".join(one_line(e) for e in self.errors))
+
+
+def each_or_errors(items: Iterable[_In], do: Callable[[_In], _Out],
+                   caught: Callable[[BaseException], bool]) -> list[_Out]:
+    """`do` of every item; where some fail with an error `caught` takes for the user's (any
+    other is raised as it is), that error alone, or InputErrors of them all, so that one run
+    names every input to fix."""
+    done: list[_Out] = []
+    errors: list[BaseException] = []
+    for item in items:
+        try:
+            done.append(do(item))
+        except Exception as err:
+            if not caught(err):
+                raise
+            errors.append(err)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputErrors(errors) from errors[0]
+    return done
 
 
 def one_line(err: BaseException) -> str:

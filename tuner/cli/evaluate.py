@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..errors import InputErrors
+from ..errors import each_or_errors
 from . import evaluated as cache
 from .leaving import freeze_at_exit
 from .options import json_option
@@ -49,19 +49,7 @@ def _each_evaluated(specs: tuple[str, ...]) -> list[cache.Evaluated]:
     each), so that one run names every file to fix."""
     from .main import user_error
 
-    results, errors = [], []
-    for path in specs:
-        try:
-            results.append(_evaluated(path))
-        except Exception as err:  # a bug is raised again below, as it is
-            if not user_error(err):
-                raise
-            errors.append(err)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        raise InputErrors(errors) from errors[0]
-    return results
+    return each_or_errors(specs, _evaluated, user_error)
 
 
 def _evaluated(path: str) -> cache.Evaluated:

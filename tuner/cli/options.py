@@ -36,7 +36,7 @@ json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print JSON only, on stdout.")
 heartbeat_option = click.option(
     "--heartbeat", default=10, show_default=True, type=click.IntRange(min=1), metavar="S",
-    help="NumberRange between a running trial's heartbeats (RDB storages); a trial silent for "
+    help="Seconds between a running trial's heartbeats (RDB storages); a trial silent for "
          "2x that is failed and retried.")
 timeout_option = click.option(
     "--timeout", type=NumberRange(min=0), default=None, metavar="S",

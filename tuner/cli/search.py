@@ -57,7 +57,7 @@ def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) 
 
 
 def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> None:
-    from studies import best_results, nearest_result, stored_spec
+    from studies import best_results, stored_spec
 
     from ..engine.search import summary
     from ..views import studies as studies_view
@@ -75,8 +75,7 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
         click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
                    f"machine) or `tuner resume {out['study']}` runs them")
     elif not best:
-        click.echo(studies_view.no_feasible_text(out["study"], nearest_result(study),
-                                                 swept=bool(out.get("optimal"))))
+        click.echo(studies_view.no_feasible_note(study))
     elif pareto:
         click.echo(studies_view.best_text(out["study"], best, pareto=True))
     else:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from search_spaces import SpecError
-from search_spaces.messages import from_yaml_error
+from search_spaces.messages import from_yaml_error, mark_place
 from search_spaces.yaml_io import FastStrictLoader, StrictLoader, load_yaml, too_long_number
 
 __all__ = ["REQUEST", "documents", "label"]
@@ -35,11 +35,6 @@ the server's CPU for a 900 kB list of numbers (libyaml: 2 s); a body it refuses 
 by _LOADER for the command line's message."""
 
 
-def _where(event: yaml.Event) -> str:
-    mark = event.start_mark
-    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-
-
 def _refuse_aliases(text: str, loader: Any = _LOADER) -> None:
     """A SpecError at the first alias (`*name`) of the YAML text, or where it nests deeper
     than MAX_DEPTH (read no further: the events come as the text is scanned)."""
@@ -47,11 +42,11 @@ def _refuse_aliases(text: str, loader: Any = _LOADER) -> None:
     for event in yaml.parse(text, Loader=loader):
         if isinstance(event, yaml.AliasEvent):
             raise SpecError("YAML aliases (*name) are not accepted over HTTP; write the "
-                            "values out", file=REQUEST, field=_where(event))
+                            "values out", file=REQUEST, field=mark_place(event.start_mark))
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_DEPTH:
-                raise SpecError(_too_deep(), file=REQUEST, field=_where(event))
+                raise SpecError(_too_deep(), file=REQUEST, field=mark_place(event.start_mark))
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 

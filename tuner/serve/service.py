@@ -28,7 +28,7 @@ from ..engine.auto import count_plans
 from ..engine.limits import fixed_result
 from ..engine.search import SearchOptions, prepare_search
 from ..engine.trial_spec import chosen_plan
-from ..errors import InputErrors
+from ..errors import each_or_errors
 from ..export import render
 from ..views.report import build_report
 from ..views.text import to_json
@@ -111,16 +111,12 @@ class Service:
     def evaluate(self, body: bytes, content_type: str) -> str:
         """`tuner evaluate --json` of the body's specs: an object, or a list for a list."""
         items, many = documents(body, content_type, max_specs=self.config.max_specs)
-        results, errors = [], []
-        for i, data in enumerate(items):  # every bad spec of a list named at once
-            try:
-                results.append(fixed_result(_fixed(data, label(i, many))).as_dict())
-            except (SpecError, CostModelError) as err:
-                errors.append(err)
-        if len(errors) > 1:
-            raise InputErrors(errors) from errors[0]
-        if errors:
-            raise errors[0]
+
+        def one(item: tuple[int, Any]) -> dict[str, Any]:
+            return fixed_result(_fixed(item[1], label(item[0], many))).as_dict()
+
+        results = each_or_errors(enumerate(items), one,  # every bad spec of a list at once
+                                 lambda err: isinstance(err, (SpecError, CostModelError)))
         return to_json(results if many else results[0])
 
     def create_study(self, body: bytes, content_type: str) -> dict[str, Any]:
