@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
@@ -185,6 +186,7 @@ def _gpu_spec(name: str, entry: Mapping[str, Any]) -> GPUSpec:
     for key in _INTEGER_FIELDS:
         if key in values:
             values[key] = int(values[key])
+    values.setdefault("price_usd_per_hour", math.nan)  # no list price: no price, never $0
     return GPUSpec(
         name=name,
         peak_flops_per_s={p: parse_quantity(v, "flops_per_s", field=f"{name}.peak_flops.{p}")

@@ -39,11 +39,18 @@ def price_problems(spec: Any) -> list[SpecError]:
         listed = isinstance(section.gpu, Choice)
         gpus = section.gpu.values() if listed else (section.gpu,)
         out += [SpecError(f"GPU {gpu_label(gpu)!r} has no price, and {needed} needs one; give "
-                          f"it price_per_hour (USD per GPU-hour), or the {where.split('.')[-1]} "
-                          "a price_per_node_hour",
+                          f"it {_price_form(gpu)}, or the "
+                          f"{where.split('.')[-1]} a price_per_node_hour",
                           field=f"{where}.gpu{f'[{i}]' if listed else ''}.price_per_hour")
                 for i, gpu in enumerate(gpus) if not has_price(gpu)]
     return out
+
+
+def _price_form(gpu: Any) -> str:
+    """How to price a GPU: `price_per_hour`, or for a catalog name without a list price (the
+    H800) the mapping that gives it one."""
+    return (f"a price (gpu: {{base: {gpu}, price_per_hour: USD per GPU-hour}})"
+            if isinstance(gpu, str) else "price_per_hour (USD per GPU-hour)")
 
 
 def token_problems(spec: Any) -> list[SpecError]:

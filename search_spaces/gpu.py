@@ -135,10 +135,11 @@ def gpu_spec(gpu: str | GPUSection, precision: str) -> GPUSpec:
 
 
 def has_price(gpu: str | GPUSection) -> bool:
-    """Whether the GPU has an on-demand price (every catalog GPU has one)."""
+    """Whether the GPU has an on-demand price: a catalog GPU's list price (the H800, sold
+    in no public cloud, has none), a section's `price_per_hour`, or its base's."""
     if isinstance(gpu, str):
         return not math.isnan(gpu_catalog()[gpu].price_usd_per_hour)
-    return gpu.price_per_hour is not None or gpu.base is not None
+    return gpu.price_per_hour is not None or (gpu.base is not None and has_price(gpu.base))
 
 
 def node_gpus(gpu: str | GPUSection) -> int:

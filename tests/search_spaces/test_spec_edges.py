@@ -160,6 +160,20 @@ def test_a_gpu_without_a_price_is_refused_where_money_counts(money: dict[str, An
     assert caught.value.field == "cluster.gpu[1].price_per_hour"
 
 
+@pytest.mark.parametrize("gpu", ["h800", {"base": "h800", "hbm_capacity": "96 GiB"}])
+def test_a_catalog_gpu_without_a_list_price_has_none(gpu: Any) -> None:
+    """The H800 is sold in no public cloud: the catalog gives it no price, which is no price
+    (NaN, refused where money counts), not $0 that wins every cost comparison."""
+    assert math.isnan(gpu_catalog()["h800"].price_usd_per_hour)
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_spec(cluster={"gpu": gpu}, objective="cost"), file="s.yaml")
+    assert caught.value.field == "cluster.gpu.price_per_hour"
+    assert "GPU 'h800' has no price" in caught.value.message
+    priced = parse_spec(_spec(cluster={"gpu": {"base": "h800", "price_per_hour": 2.0}},
+                              objective="cost"), file="s.yaml")
+    assert tuple(priced.objective) == ("cost",)
+
+
 def test_a_gpu_without_a_price_is_fine_for_throughput_and_has_no_price() -> None:
     cluster = _cluster(gpu=dict(_CUSTOM))
     assert math.isnan(cluster.price_usd_per_gpu_hour)

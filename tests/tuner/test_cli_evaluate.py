@@ -138,3 +138,14 @@ def test_catalog_json() -> None:
     assert code == 0
     assert data["gpus"]["a100-80gb"]["hbm_capacity_bytes"] == 80 * 2**30
     assert data["models"]["gpt3-175b"]["layers"] == 96
+
+
+def test_catalog_shows_no_price_as_a_dash_in_aligned_columns() -> None:
+    """A GPU without a list price (the H800) is '-' (and null in JSON), not $0.00; a long
+    name (h100-96gb-500w) does not push its row's figures out of their columns."""
+    code, out, _ = _run("catalog")
+    gpu_rows = out.split("GPUS\n", 1)[1].splitlines()
+    assert code == 0 and len({len(row) for row in gpu_rows}) == 1
+    assert gpu_rows[[r.split()[0] for r in gpu_rows].index("h800")].split()[-2:] == ["-", "-"]
+    code, out, _ = _run("catalog", "--json")
+    assert json.loads(out)["gpus"]["h800"]["price_usd_per_hour"] is None

@@ -256,15 +256,18 @@ def catalog_text(models: Mapping[str, ModelSpec], gpus: Mapping[str, GPUSpec]) -
                      f"{m.hidden:>6} {m.heads:>5} {m.kv_heads:>4} {m.ffn_hidden:>6} "
                      f"{m.vocab:>7} {m.seq_len:>5}  {_experts(m):>7} "
                      f"{m.active_parameters() / 1e9:7.1f}B")
-    lines += ["", "GPUS", f"  {'name':<10} {'bf16 TF/s':>9} {'fp16 TF/s':>9} {'HBM GiB':>8} "
-              f"{'HBM TB/s':>8} {'up GB/s':>8} {'out GB/s':>8} {'$/h':>6} {'spot $/h':>8}"]
+    width = max([10, *map(len, gpus)])
+    lines += ["", "GPUS", f"  {'name':<{width}} {'bf16 TF/s':>9} {'fp16 TF/s':>9} "
+              f"{'HBM GiB':>8} {'HBM TB/s':>8} {'up GB/s':>8} {'out GB/s':>8} {'$/h':>6} "
+              f"{'spot $/h':>8}"]
     for name, g in gpus.items():
         lines.append(
-            f"  {name:<10} {_or_dash(g.peak_for('bf16') / 1e12, 9, 1)} "
+            f"  {name:<{width}} {_or_dash(g.peak_for('bf16') / 1e12, 9, 1)} "
             f"{_or_dash(g.peak_for('fp16') / 1e12, 9, 1)} "
             f"{g.hbm_capacity_bytes / _GIB:8.1f} {g.hbm_bandwidth_bytes_per_s / 1e12:8.2f} "
             f"{g.scale_up_bandwidth_bytes_per_s / 1e9:8.1f} "
-            f"{g.scale_out_bandwidth_bytes_per_s / 1e9:8.1f} {g.price_usd_per_hour:6.2f} "
+            f"{g.scale_out_bandwidth_bytes_per_s / 1e9:8.1f} "
+            f"{_or_dash(g.price_usd_per_hour, 6, 2)} "
             f"{_or_dash(g.spot_price_usd_per_hour or 0.0, 8, 2)}")
     return "\n".join(lines)
 
