@@ -176,6 +176,26 @@ def test_contradictory_flags(stored: tuple[Path, str], tmp_path: Path) -> None:
     assert "export: no such option" in err[0] and "--jsn" in err[0]  # click words it by release
 
 
+def test_the_gp_sampler_without_pytorch_names_where_it_was_asked_for(
+        stored: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gp needs PyTorch: the line names the flag or the spec file's field that asked for it
+    (it named 'search.sampler' alone, without the file, even for --sampler gp)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    db, url = stored
+    spec = write(tmp_path, _spec())
+    err = _refused(["search", str(spec), "--sampler", "gp", "--storage", url], db)
+    assert err[0].startswith("error: --sampler gp: Optuna's GPSampler needs PyTorch")
+    data = _spec()
+    data["search"] = {"sampler": "gp"}
+    spec = write(tmp_path, data)
+    err = _refused(["search", str(spec), "--storage", url], db)
+    assert err[0].startswith(f"error: {spec}: search.sampler: gp: Optuna's GPSampler needs")
+
+
 def test_out_and_storage_in_a_missing_directory(stored: tuple[Path, str], tmp_path: Path
                                                 ) -> None:
     db, url = stored

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -60,17 +61,21 @@ def exclusive(*flags: tuple[str, bool]) -> None:
 
 def check_sampler_flags(spec: Any, *, sampler: str | None, trials: int | None,
                         timeout: float | None, sweep_inner: bool) -> None:
-    """TunerError for `tuner search` flags that the sampler in force would ignore: the
+    """TunerError for `tuner search` flags that the sampler in force would ignore (the
     exhaustive sampler evaluates every plan once, so a trial count, a time limit and
-    --no-sweep contradict it."""
+    --no-sweep contradict it), and for the gp sampler without PyTorch, named by where it was
+    asked for (the flag, or the spec file's field), before any storage is opened."""
     name = sampler or spec.search.sampler
+    source = f"--sampler {name}" if sampler else f"{spec.file}: search.sampler: {name}"
+    if name == "gp" and importlib.util.find_spec("torch") is None:
+        raise TunerError(f"{source}: Optuna's GPSampler needs PyTorch; pip install torch, "
+                         "or choose tpe, nsga2 or random")
     if name != "exhaustive":
         return
     ignored = [flag for flag, given in (("--trials", trials is not None),
                                         ("--timeout", timeout is not None),
                                         ("--no-sweep", not sweep_inner)) if given]
     if ignored:
-        source = "--sampler exhaustive" if sampler else f"{spec.file}: search.sampler: exhaustive"
         verb = "contradicts" if len(ignored) == 1 else "contradict"
         raise TunerError(f"{', '.join(ignored)} {verb} {source}, which evaluates every plan "
                          "once; drop it, or give --sampler tpe (or another) to run trials")
