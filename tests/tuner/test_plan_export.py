@@ -115,7 +115,8 @@ TORCHTITAN_KEYS = {
                     "pipeline_parallel_first_stage_less_layers",
                     "pipeline_parallel_last_stage_less_layers",
                     "pipeline_parallel_microbatch_size", "context_parallel_degree",
-                    "expert_parallel_degree", "expert_tensor_parallel_degree"},
+                    "expert_parallel_degree", "expert_tensor_parallel_degree",
+                    "expert_parallel_comm_backend"},
     "activation_checkpoint": {"mode", "selective_ac_option"},
 }
 
@@ -322,6 +323,43 @@ def test_torchtitan_writes_documented_keys_as_toml() -> None:
         assert parsed["activation_checkpoint"]["mode"] == plan.recompute.value
         if isinstance(plan, MoEPlan):
             assert par["expert_parallel_degree"] == 8
+
+
+def _torchtitan_mesh_problems(par: dict[str, Any]) -> list[str]:
+    """torchtitan v0.2.2's own checks of a [parallelism] section with experts
+    (torchtitan/distributed/parallel_dims.py: ParallelDims._validate; build_mesh unflattens
+    the sparse mesh (pp, dp_replicate, efsdp, ep, etp), efsdp = dp_shard x cp x tp //
+    (etp x ep), which must be a whole positive count)."""
+    shard, cp = par["data_parallel_shard_degree"], par["context_parallel_degree"]
+    tp, ep = par["tensor_parallel_degree"], par["expert_parallel_degree"]
+    etp = par["expert_tensor_parallel_degree"]
+    found = []
+    if ep > 1 and etp not in (1, tp):
+        found.append("_validate: Currently we only support ETP=TP or ETP=1")
+    if (shard * cp * tp) % (etp * ep) or shard * cp * tp < etp * ep:
+        found.append(f"build_mesh: efsdp = {shard}x{cp}x{tp} / ({etp}x{ep}) is no whole count")
+    return found
+
+
+@pytest.mark.parametrize("zero", [0, 1, 3])
+@pytest.mark.parametrize(("tp", "ep", "etp"), [(1, 8, 1), (2, 8, 1), (2, 4, 2), (4, 2, 2)])
+def test_torchtitan_lays_experts_out_on_a_mesh_it_builds(zero: int, tp: int, ep: int,
+                                                          etp: int) -> None:
+    """ZeRO 0 with ep > 1 was written as data_parallel_shard_degree 1, on which torchtitan
+    cannot lay the experts (efsdp = 1 x 1 x 1 / 8); an etp it cannot run (neither 1 nor tp)
+    is a note."""
+    tomllib = pytest.importorskip("tomllib")
+    plan = MoEPlan(tp=tp, pp=1, dp=256 // tp, ep=ep, etp=etp, micro_batch=1, zero=zero,
+                   sequence_parallel=tp > 1)
+    text = torchtitan.render(_launch(plan, model="deepseek-v3"))
+    par = tomllib.loads(text)["parallelism"]
+    assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == plan.dp
+    problems = _torchtitan_mesh_problems(par)
+    assert par["expert_parallel_comm_backend"] == "deepep"  # the dispatch the model assumed
+    if etp in (1, tp):
+        assert problems == [], text
+    else:
+        assert problems and f"# note: etp {etp}: torchtitan runs expert tensor" in text
 
 
 def _study(tmp_path: Path) -> tuple[str, str]:

@@ -8,7 +8,8 @@ rank, global_batch_size, seq_len, mixed_precision_param, enable_cpu_offload), Pa
 tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
 pipeline_parallel_layers_per_stage, pipeline_parallel_first_stage_less_layers,
 pipeline_parallel_last_stage_less_layers, pipeline_parallel_microbatch_size,
-context_parallel_degree, expert_parallel_degree, expert_tensor_parallel_degree) and
+context_parallel_degree, expert_parallel_degree, expert_tensor_parallel_degree,
+expert_parallel_comm_backend) and
 ActivationCheckpoint (mode: none | selective | full, selective_ac_option). Data parallelism
 is FSDP2: ZeRO 0 replicates (DDP), ZeRO 1 and 2 shard without resharding after the forward
 pass (gradients sharded too), ZeRO 3 reshards (weights gathered per use)."""
@@ -30,12 +31,49 @@ _PARAM_DTYPE = {"bf16": "bfloat16", "fp8": "bfloat16", "fp16": "bfloat16", "fp32
 
 def _data_parallel(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
     dp, zero = lp.plan.dp, lp.plan.zero
+    if zero == 0 and lp.plan.ep > 1:
+        return _expert_shards(lp, notes)
     if zero == 0:
         return {"data_parallel_replicate_degree": dp, "data_parallel_shard_degree": 1}
     if zero == 1:
         notes.append("zero: 1: torchtitan's FSDP2 shards gradients too (as ZeRO 2)")
     return {"data_parallel_replicate_degree": 1, "data_parallel_shard_degree": dp,
             "fsdp_reshard_after_forward": "always" if zero >= 3 else "never"}
+
+
+def _expert_shards(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
+    """ZeRO 0 with expert parallelism: torchtitan (v0.2.2 torchtitan/distributed/
+    parallel_dims.py, build_mesh) lays the experts out over its FSDP dimension, efsdp =
+    dp_shard x cp x tp / (etp x ep), never over dp_replicate, so ep x etp must divide
+    dp_shard x cp x tp (with dp_shard 1 the mesh is refused). The least dp_shard that holds
+    the experts, the rest replicated (HSDP), weights kept gathered through the step."""
+    p = lp.plan
+    shard = next(s for s in range(1, p.dp + 1)
+                 if p.dp % s == 0 and (s * p.cp * p.tp) % (p.ep * p.etp) == 0)
+    notes.append(f"zero: 0 with ep {p.ep}: torchtitan lays the experts over its FSDP "
+                 f"dimension, so data_parallel_shard_degree {shard} (FSDP2 shards weights, "
+                 "gradients and optimizer state over those ranks, as ZeRO 2) and the rest "
+                 "replicated")
+    return {"data_parallel_replicate_degree": p.dp // shard,
+            "data_parallel_shard_degree": shard, "fsdp_reshard_after_forward": "never"}
+
+
+def _dispatch(lp: LaunchPlan) -> dict[str, Any]:
+    """The all-to-all the model assumed for an expert-parallel plan: DeepEP's, which sends a
+    token once to each remote node (`stack.ep_dedup`), or PyTorch's all-to-all
+    (expert_parallel_comm_backend, torchtitan v0.2.2 Parallelism: standard | deepep)."""
+    if lp.model.kind != "moe" or lp.plan.ep == 1:
+        return {}
+    return {"expert_parallel_comm_backend": "deepep" if lp.ep_dedup else "standard"}
+
+
+def _expert_tensor_note(lp: LaunchPlan) -> list[str]:
+    """torchtitan v0.2.2 (ParallelDims._validate) runs experts with etp 1 or etp = tp only."""
+    p = lp.plan
+    if p.ep > 1 and p.etp not in (1, p.tp):
+        return [f"etp {p.etp}: torchtitan runs expert tensor parallelism of 1 or of tp "
+                f"({p.tp}) only; this plan cannot run there as it is"]
+    return []
 
 
 def _pipeline(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
@@ -90,7 +128,7 @@ def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
 
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
-    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split)
+    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split) + _expert_tensor_note(lp)
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
     training: dict[str, Any] = {"local_batch_size": per_rank,
@@ -106,7 +144,7 @@ def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
                      "mixed precision yourself; bfloat16 is written here")
     parallelism = {**_data_parallel(lp, notes),
                    **{DEGREE_KEYS[d]: v for d, v in lp.degrees.items()},
-                   **_pipeline(lp, notes)}
+                   **_dispatch(lp), **_pipeline(lp, notes)}
     if p.tp > 1 and not p.sequence_parallel:
         notes.append("torchtitan's tensor parallelism always shards the norms' sequence "
                      "(sequence parallelism)")
