@@ -55,6 +55,8 @@ MEGATRON_FLAGS = {
     "--moe-token-dispatcher-type", "--moe-enable-deepep", "--overlap-moe-expert-parallel-comm",
     "--multi-latent-attention", "--q-lora-rank", "--kv-lora-rank", "--qk-head-dim",
     "--qk-pos-emb-head-dim", "--v-head-dim",
+    # experts without biases (_add_network_size_args: dest add_bias_linear, default on)
+    "--disable-bias-linear",
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     "--nnodes", "--nproc-per-node",
 }

@@ -135,3 +135,41 @@ def test_the_note_says_what_the_predicted_step_assumed() -> None:
     dual = dataclasses.replace(lp, ep_overlap_schedule="dualpipe")
     (note,) = [n for n in megatron.flags(dual)[1] if "all-to-all overlap" in n]
     assert "expect it slower" in note, note
+
+
+def expert_problems(words: list[str]) -> list[str]:
+    """core_v0.15.0's checks of an expert layout: validate_args refuses expert parallelism in
+    fp16 (arguments.py:1041); TransformerConfig refuses biases (on unless
+    --disable-bias-linear, arguments.py:2191) in experts split by etp > 1
+    (transformer_config.py:1301)."""
+    has = set(words).__contains__
+    found = []
+    if int(_value(words, "--expert-model-parallel-size") or 1) > 1 and has("--fp16"):
+        found.append("arguments.py:1041 Expert parallelism is not supported with fp16")
+    if int(_value(words, "--expert-tensor-parallel-size") or 1) > 1 and \
+            not has("--disable-bias-linear"):
+        found.append("transformer_config.py:1301 Bias in Moe is only supported when ETP==1")
+    return found
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "qwen3-235b-a22b", "mixtral-8x22b",
+                                   "gpt-oss-120b"])
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_an_expert_layout_megatron_refuses_is_a_note(model: str, precision: str) -> None:
+    """Experts without biases are written without them (Megatron-LM's linear layers have
+    biases by default, which TransformerConfig refuses at etp > 1); what Megatron-LM refuses
+    of the plan as the model evaluated it (GPT-OSS's biased experts at etp 2, any ep in fp16)
+    is a note, never a silent command that stops at start-up."""
+    plan = MoEPlan(tp=2, pp=1, dp=128, ep=8, etp=2, micro_batch=1, sequence_parallel=True)
+    lp = _launch(plan, model=model, precision=precision)
+    _, words = _command(megatron.render(lp))
+    notes = megatron.flags(lp)[1]
+    biased = model.startswith("gpt-oss")
+    assert ("--disable-bias-linear" in words) is not biased
+    expected = (["arguments.py:1041 Expert parallelism is not supported with fp16"]
+                if precision == "fp16" else []) + \
+        (["transformer_config.py:1301 Bias in Moe is only supported when ETP==1"]
+         if biased else [])
+    assert expert_problems(words) == expected
+    assert any("refuses expert parallelism in fp16" in n for n in notes) is (precision == "fp16")
+    assert any("experts with biases at etp 1 only" in n for n in notes) is biased

@@ -83,6 +83,8 @@ def _experts(lp: LaunchPlan) -> list[str]:
     m = cast("MoEModelSpec", lp.model)
     out = ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k),
            "--moe-ffn-hidden-size", str(m.expert_ffn_hidden), "--moe-grouped-gemm"]
+    if not m.expert_bias:  # Megatron-LM adds biases to every linear layer unless told not to
+        out.append("--disable-bias-linear")
     if m.shared_experts:
         out += ["--moe-shared-expert-intermediate-size", str(m.shared_ffn_hidden)]
     if m.dense_layers or m.moe_layer_freq != 1:
@@ -185,7 +187,24 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
         out += ["--fp8-format", _FP8_FORMATS.get(recipe, "hybrid"), "--fp8-recipe", recipe]
     if lp.precision == "fp32":
         notes.append("fp32: Megatron-LM trains in fp32 without --bf16/--fp16")
-    return out, notes
+    return out, notes + _expert_refusals(lp)
+
+
+def _expert_refusals(lp: LaunchPlan) -> list[str]:
+    """What Megatron-LM refuses of an expert layout the model evaluated: expert parallelism
+    in fp16 (arguments.py:1041, validate_args) and biases in experts split by etp > 1
+    (megatron/core/transformer/transformer_config.py:1301, 'Bias in Moe is only supported
+    when ETP==1'; GPT-OSS's experts add biases)."""
+    if lp.model.kind != "moe":
+        return []
+    p, out = lp.plan, []
+    if p.ep > 1 and lp.precision == "fp16":
+        out.append(f"fp16 with ep {p.ep}: Megatron-LM refuses expert parallelism in fp16 "
+                   "('Expert parallelism is not supported with fp16 training'); train in bf16")
+    if p.etp > 1 and cast("MoEModelSpec", lp.model).expert_bias:
+        out.append(f"etp {p.etp}: Megatron Core runs experts with biases at etp 1 only ('Bias "
+                   "in Moe is only supported when ETP==1'); plan with etp: 1")
+    return out
 
 
 def environment(lp: LaunchPlan, items: list[str]) -> dict[str, str]:
