@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from typing import Any
 
 import optuna
@@ -79,7 +80,7 @@ def _mismatch(
     return StudyError(
         f"study '{study.study_name}' in {_storage_name(storage)} holds another problem: "
         f"{shown}; give the spec another `name:` to start a new study, or run "
-        f"`tuner resume {study.study_name}` to continue with the stored spec")
+        f"`tuner resume {shlex.quote(study.study_name)}` to continue with the stored spec")
 
 
 def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:

@@ -169,3 +169,25 @@ def test_a_storage_that_is_no_url_names_both_kinds() -> None:
     code, _, err = _run("studies", "--storage", "journal:")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "sqlite:///studies.db" in err and "journal:///PATH.log" in err, err
+
+
+def test_advised_commands_run_as_typed_under_another_storage(here: Path) -> None:
+    """A line printed under --storage URL advises commands with that --storage (they looked
+    in the default storage, which has no such study), and quotes a study's name for the
+    shell: the advised `tuner resume ...`, split as a shell splits it, continues the study."""
+    import shlex
+
+    url = f"sqlite:///{here / 'elsewhere.db'}"
+    data = tiny("my study", search=_FAST)
+    spec = write(here, data)
+    assert _run("search", str(spec), "--storage", url)[0] == 0
+    code, _, err = _run("best", "nope", "--storage", url)
+    assert code == 2 and f"`tuner studies --storage {url}` lists" in err
+    data["training"]["global_batch"] *= 2  # another problem under the same name
+    code, _, err = _run("search", str(write(here, data)), "--storage", url)
+    assert code == 2 and "holds another problem" in err
+    advice = err.split("or run `", 1)[1].split("`", 1)[0]
+    assert advice == f"tuner resume 'my study' --storage {url}"
+    code, _, err = _run(*shlex.split(advice)[1:])
+    assert code == 0, err
+    assert not (here / "studies.db").exists()

@@ -103,7 +103,8 @@ def test_a_signal_requeues_the_running_trial_and_exits_130(tmp_path: Path,
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"interrupted ({signal.Signals(signum).name}): ")
-    assert f"`tuner resume {name}` continues" in lines[0] and "Traceback" not in done.stderr
+    assert f"`tuner resume {name} --storage {url}` continues" in lines[0]  # as typed
+    assert "Traceback" not in done.stderr
     trials = _states(url, name)
     assert not [t for t in trials if t.state in (TrialState.FAIL, TrialState.RUNNING)]
     waiting = [t for t in trials if t.state == TrialState.WAITING]

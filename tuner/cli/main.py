@@ -146,8 +146,10 @@ class _Group(click.Group):
         except Exception as err:
             if ctx.params.get("debug") or not isinstance(err, _user_errors()):
                 raise
+            from .advice import advised
+
             for line in _lines(err):
-                click.echo(f"error: {line}", err=True)
+                click.echo(f"error: {advised(line, ctx)}", err=True)
             sys.exit(EXIT_USER_ERROR)
 
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import TunerError
+from .advice import remember_storage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,7 +30,7 @@ class NumberRange(click.FloatRange):
 
 
 storage_option = click.option(
-    "--storage", "storage", default=None, metavar="URL",
+    "--storage", "storage", default=None, metavar="URL", callback=remember_storage,
     help="The studies' storage: a SQLAlchemy URL (PostgreSQL for many machines), or "
          "journal:///PATH.log on a shared file system (default $TUNER_STORAGE or "
          "sqlite:///studies.db in the current directory; its directory must exist).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signa
 from ..engine.options import SearchOptions, check_objectives
 from ..engine.samplers import SAMPLERS
 from ..views import text as render
+from .advice import advised
 from .leaving import leave
 from .options import (
     check_sampler_flags,
@@ -72,10 +74,11 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
     click.echo(_headline(out, seconds, auto if out.get("requested_sampler") == "auto" else None)
                + "\n")
     if not out["trials"]:
-        click.echo(f"no trial has run yet: `tuner worker {out['study']}` (from any process or "
-                   f"machine) or `tuner resume {out['study']}` runs them")
+        name = shlex.quote(out["study"])
+        click.echo(advised(f"no trial has run yet: `tuner worker {name}` (from any process "
+                           f"or machine) or `tuner resume {name}` runs them"))
     elif not best:
-        click.echo(studies_view.no_feasible_note(study))
+        click.echo(advised(studies_view.no_feasible_note(study)))
     elif pareto:
         click.echo(studies_view.best_text(out["study"], best, pareto=True))
     else:
@@ -85,7 +88,7 @@ def _report(study: optuna.Study, seconds: float, as_json: bool, top: int) -> Non
 
 def _options(as_json: bool, stop: Stop, **given: Any) -> SearchOptions:
     return SearchOptions(progress=not as_json and sys.stderr.isatty(), stop=stop,
-                         notify=lambda line: click.echo(line, err=True), **given)
+                         notify=lambda line: click.echo(advised(line), err=True), **given)
 
 
 def run_stoppable(work: Callable[[Stop], T]) -> T:
@@ -95,7 +98,7 @@ def run_stoppable(work: Callable[[Stop], T]) -> T:
         try:
             return work(stop)
         except Interrupted as err:
-            click.echo(err.line, err=True)
+            click.echo(advised(err.line), err=True)
             sys.exit(EXIT_INTERRUPTED)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -208,7 +209,7 @@ def _store(study: optuna.Study, space: Space, result: SweepSummary,
         signum = options.stop.requested if options.stop and options.stop.requested else 2
         raise Interrupted(signum, f"the exhaustive sweep of study {study.study_name} stopped "
                                   f"after {counted(result.evaluated, 'plan')}; nothing was stored; "
-                                  f"`tuner resume {study.study_name}` sweeps it again")
+                                  f"`tuner resume {shlex.quote(study.study_name)}` sweeps it again")
     write_sweep(study, space, result)
 
 
@@ -247,7 +248,7 @@ def _requeue(study: optuna.Study, number: int | None) -> None:
 def _interrupted(study: optuna.Study, err: Interrupted) -> Interrupted:
     done, target = complete_count(study), target_trials(study)
     err.detail = (f"{done} completed trials of a target of {target} are stored; "
-                  f"`tuner resume {study.study_name}` continues")
+                  f"`tuner resume {shlex.quote(study.study_name)}` continues")
     return err
 
 

@@ -5,6 +5,7 @@ export exactly the plan the study found (its best, or a trial the user names).""
 from __future__ import annotations
 
 import copy
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ def _no_feasible(study: optuna.Study) -> str:
                "constraints; relax the constraints or widen the space")
     else:
         why = (f"no trial so far fits memory and the constraints; run more trials (`tuner "
-               f"resume {name}`) or relax the constraints")
+               f"resume {shlex.quote(name)}`) or relax the constraints")
     nearest = nearest_result(study)
     pick = (f"the nearest miss is trial {nearest.trial} (--trial {nearest.trial})"
             if nearest is not None else "--trial N picks any trial (`tuner export` lists them)")

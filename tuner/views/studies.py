@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -157,7 +158,7 @@ def no_feasible_text(name: str, nearest: TrialResult | None, *, swept: bool) -> 
     lacks = "; ".join(nearest.result.violations) or "a constraint is exceeded"
     return (f"{verdict}; the nearest, trial {nearest.trial} "
             f"({plan_summary(nearest.result.plan)}): {lacks}. "
-            f"`tuner explain {name} --trial {nearest.trial}` shows its costs")
+            f"`tuner explain {shlex.quote(name)} --trial {nearest.trial}` shows its costs")
 
 
 def no_feasible_note(study: optuna.Study) -> str:
