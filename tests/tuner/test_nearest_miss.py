@@ -96,6 +96,8 @@ def test_search_names_the_nearest_miss_and_what_it_lacks(tmp_path: Path) -> None
     assert "no feasible plan; the nearest, trial 0 (" in rest
     assert "GiB usable" in rest
     assert f"`tuner explain too-big --trial 0 --storage {storage}`" in rest  # as typed
+    shown = runner.invoke(main, ["best", "too-big", "--storage", storage]).output
+    assert f"`tuner explain too-big --trial 0 --storage {storage}`" in shown
     data = json.loads(runner.invoke(main, ["search", spec, "--storage", storage, "--json"]
                                     ).stdout)
     assert data["best"] == [] and data["feasible_plans"] == 0

@@ -19,6 +19,7 @@ from studies import (
 
 from ..views import studies as studies_view
 from ..views import text as render
+from .advice import advised
 from .options import exclusive, json_option, storage_option, top_option
 from .paths import out_path, storage_for
 
@@ -58,8 +59,8 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     results = best_results(study, top=top)
     nearest = None if results else nearest_result(study)
     pareto = len(study.directions) > 1
-    click.echo(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
-                                      swept=swept(study) is not None))
+    click.echo(advised(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
+                                              swept=swept(study) is not None)))
 
 
 @click.command()

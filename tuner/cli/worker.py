@@ -11,6 +11,7 @@ from studies import load_study, open_storage, target_trials
 
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
+from .advice import advised
 from .leaving import leave
 from .options import heartbeat_option, json_option, storage_option, timeout_option
 from .paths import storage_for
@@ -35,7 +36,7 @@ def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None
         study = load_study(store, name)
         run_stoppable(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
             timeout=timeout, stop=stop, worker=True,  # unseeded: workers propose different plans
-            notify=lambda line: click.echo(line, err=True))))
+            notify=lambda line: click.echo(advised(line), err=True))))
         out = {**summary(study), "target": target_trials(study)}
     finally:  # interrupted or failed too: the connections closed, the WAL checkpointed
         leave([store])
