@@ -89,8 +89,10 @@ def unknown_name_message(kind: str, name: object, known: Mapping[str, Any]) -> s
     """'unknown GPU 'a100'; did you mean a100-40gb, a100-80gb? (choose one of ...)'."""
     import difflib  # only to word an error
 
+    cased = [n for n in known if n.lower() == str(name).lower()]  # 'H100-80GB': only that
     prefixed = [n for n in known if n.startswith(str(name))][:3]
-    close = prefixed or difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
+    close = cased or prefixed or \
+        difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     return (f"unknown {kind} {name!r}; {hint}choose one of {', '.join(known)} "
             "(`tuner catalog` lists them)")

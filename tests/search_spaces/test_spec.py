@@ -257,6 +257,14 @@ def test_unknown_gpu_message_lists_the_catalog() -> None:
     assert "a100-40gb" in str(caught.value) and "h100-80gb" in str(caught.value)
 
 
+def test_a_name_in_other_case_is_meant_as_that_name() -> None:
+    """'H100-80GB' and 'DeepSeek-V3' (as vendors write them) suggest the one name they are,
+    not the three closest spellings (h100-80gb, a100-80gb, a100-40gb)."""
+    with pytest.raises(SpecError) as caught:
+        parse_spec(_section("cluster", gpu="H100-80GB"), file="spec.yaml")
+    assert "unknown GPU 'H100-80GB'; did you mean h100-80gb? choose" in str(caught.value)
+
+
 def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "model: gpt3-1.3b\ntraining: {global_batch: 8\ncluster: x\n")
     with pytest.raises(SpecError) as caught:
