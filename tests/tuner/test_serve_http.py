@@ -6,10 +6,21 @@ before its body is read (not the server's failure), and connections that trickle
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
+
+from tuner.serve.guard import Guard
+from tuner.serve.server import head_deadline_protocol
 
 from .serving import Server, serving
 
@@ -56,3 +67,111 @@ def test_a_405_names_every_method_of_the_path(client: httpx.Client, method: str,
     if method != "HEAD":
         assert answer.json() == {"error": f"{method} {path}: this route takes {allow}; "
                                           "/openapi.json lists the routes"}
+
+
+async def _read_body(scope: Any, receive: Any, send: Any) -> None:
+    """An app that reads the body (Starlette's way) and answers its length."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    body = await Request(scope, receive).body()
+    await JSONResponse({"bytes": len(body)})(scope, receive, send)
+
+
+def test_a_client_that_leaves_mid_body_is_one_line_not_an_error(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Each client that closed its connection before its body was read put an ERROR and a
+    Starlette traceback ('ClientDisconnect') in the server's log, as a failure of the server
+    would, and the server answered 500 to nobody."""
+    messages = iter([{"type": "http.request", "body": b"model: x\n", "more_body": True},
+                     {"type": "http.disconnect"}])
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/evaluate", "headers": []}
+    with caplog.at_level(logging.INFO, logger="tuner.serve.guard"):
+        asyncio.run(Guard(_read_body, max_body_bytes=1 << 20)(scope, receive, send))
+    assert sent == []
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "POST /v1/evaluate: the client left before its request was read")]
+
+
+@contextlib.contextmanager
+def _uvicorn(app: Any, *, head_s: float) -> Iterator[tuple[str, int]]:
+    """`app` under uvicorn with the server's protocol (head_deadline_protocol(head_s)) on a
+    free loopback port, in a thread."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_config=None, access_log=False,
+                            http=head_deadline_protocol(head_s))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield sock.getsockname()[:2]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def _closed_by_server(conn: socket.socket) -> bool:
+    """True once the server closes `conn` (waits up to a minute; a server that never does
+    fails the test rather than hanging it)."""
+    conn.settimeout(60)
+    try:
+        return conn.recv(1) == b""
+    except TimeoutError:
+        return False
+
+
+def test_a_connection_that_sends_no_whole_request_is_closed() -> None:
+    """uvicorn bounds only the wait after an answer, and any byte ends it: 256 connections
+    opened and left silent (or sending a header a byte at a time) held every slot of the
+    server (LIMIT_CONCURRENCY), each new request answered 503, for as long as they stayed."""
+    with _uvicorn(_read_body, head_s=0.3) as address:
+        silent = socket.create_connection(address)
+        trickling = socket.create_connection(address)
+        trickling.sendall(b"GET /v1/studies HTTP/1.1\r\nHost: x\r\n")
+        assert _closed_by_server(silent) and _closed_by_server(trickling)
+
+
+def test_a_request_the_app_answers_slowly_is_not_cut() -> None:
+    """The deadline is on the request's head only: an answer that takes longer comes."""
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        await asyncio.sleep(1.0)
+        await _read_body(scope, receive, send)
+
+    with _uvicorn(slow, head_s=0.3) as (host, port), \
+            httpx.Client(base_url=f"http://{host}:{port}", timeout=60) as http:
+        for _ in range(2):  # the second on the same connection, after an answer
+            assert http.post("/", content=b"abc").json() == {"bytes": 3}
+
+
+def test_a_body_that_trickles_is_408() -> None:
+    """A body sent a byte now and then held its connection (and a slot) for as long as the
+    client kept sending; now it is refused once its time is up, in the API's error body."""
+    app = Guard(_read_body, max_body_bytes=1 << 20, body_s=0.3)
+    with _uvicorn(app, head_s=30) as address:
+        conn = socket.create_connection(address)
+        conn.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nmodel: x\n")
+        conn.settimeout(60)
+        answer = b""
+        while b"}" not in answer:
+            chunk = conn.recv(4096)
+            assert chunk, answer
+            answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 ") and b"connection: close" in head.lower()
+        assert body == (b'{"error": "the request body took over 0.3 s to arrive; send it '
+                        b'at once"}')
+        with httpx.Client(base_url="http://{}:{}".format(*address), timeout=60) as http:
+            assert http.post("/", content=b"abc").json() == {"bytes": 3}

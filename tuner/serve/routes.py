@@ -25,6 +25,7 @@ _SPEC_REF = {"$ref": "#/components/schemas/StudySpec"}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text} for code, text in (
         (401, "a bearer token is required (a server with --token)"),
+        (408, "the body took over 30 s to arrive"),
         (413, "the body is over the limit"),
         (422, "a bad spec or parameter: one line naming the field and what to change"),
         (500, "an internal error (logged by the server)"))}
