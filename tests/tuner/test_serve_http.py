@@ -18,7 +18,9 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from fastapi import Depends, FastAPI
 
+from tuner.serve.auth import bearer_guard
 from tuner.serve.guard import Guard
 from tuner.serve.server import head_deadline_protocol
 
@@ -175,3 +177,33 @@ def test_a_body_that_trickles_is_408() -> None:
                         b'at once"}')
         with httpx.Client(base_url="http://{}:{}".format(*address), timeout=60) as http:
             assert http.post("/", content=b"abc").json() == {"bytes": 3}
+
+
+@pytest.mark.parametrize(("header", "words"), [
+    (None, "a bearer token is required: send the server's token as `Authorization: "
+           "Bearer TOKEN`"),
+    ("Basic dXNlcjpwYXNz", "the Authorization header is not `Bearer TOKEN`: send the "
+                           "server's token as `Authorization: Bearer TOKEN`"),
+    (TOKEN, "the Authorization header is not `Bearer TOKEN`"),
+    ("Bearer not-the-servers-token-xxxxxxxx", "the token in `Authorization: Bearer TOKEN` "
+                                               "is not this server's; send the one it was "
+                                               "started with (--token or TUNER_TOKEN)"),
+])
+def test_a_refused_token_is_told_what_was_wrong(header: str | None, words: str) -> None:
+    """A wrong token was told 'a bearer token is required', as if none had been sent; and
+    nothing the client sent is repeated (a token without its scheme would be)."""
+    app = FastAPI()
+
+    @app.get("/v1/x", dependencies=[Depends(bearer_guard(TOKEN))])
+    def guarded() -> dict[str, str]:
+        return {}
+
+    headers = {"Authorization": header} if header else {}
+    with _uvicorn(app, head_s=30) as (host, port), \
+            httpx.Client(base_url=f"http://{host}:{port}", timeout=60) as http:
+        answer = http.get("/v1/x", headers=headers)
+        assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer"
+        assert answer.json()["detail"].startswith(words)
+        assert TOKEN not in answer.text
+        right = http.get("/v1/x", headers={"Authorization": f"bearer {TOKEN}"})
+        assert right.status_code == 200
