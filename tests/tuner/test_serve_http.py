@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,6 +28,8 @@ from tuner.serve.server import head_deadline_protocol
 from .serving import Server, serving
 
 TOKEN = "a-test-token-of-32-characters-xx"
+LLAMA = Path(__file__).resolve().parents[2] / "search_spaces" / "examples" / \
+    "llama3-70b-h100-fixed.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +54,19 @@ def test_head_answers_as_get_without_a_body(client: httpx.Client) -> None:
         assert head.status_code == got.status_code == status, (path, head.text)
         assert head.content == b"" and head.headers["content-type"] == "application/json"
         assert head.headers["content-length"] == str(len(got.content))
+
+
+@pytest.mark.parametrize("path", ["/v1/evaluate", "/v1/studies"])
+def test_a_form_upload_is_415_not_a_yaml_error(client: httpx.Client, path: str) -> None:
+    """A portal's file upload (multipart/form-data) was read as YAML: 422 'line 2, column
+    20: malformed YAML: mapping values are not allowed here', of text the user never wrote."""
+    answer = client.post(path, files={"spec": ("spec.yaml", LLAMA.read_bytes())})
+    assert answer.status_code == 415, answer.text
+    assert answer.json() == {"error": "multipart/form-data is a form, not a spec; send the "
+                                      "spec itself as the body, JSON (Content-Type: "
+                                      "application/json) or YAML (e.g. curl --data-binary "
+                                      "@FILE)"}
+    assert client.post(path, content=LLAMA.read_bytes()).status_code != 415  # curl -d's type
 
 
 @pytest.mark.parametrize(("method", "path", "allow"), [
