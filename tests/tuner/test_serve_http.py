@@ -19,13 +19,15 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+import yaml
 from fastapi import Depends, FastAPI
 
 from tuner.serve.auth import bearer_guard
 from tuner.serve.guard import Guard
 from tuner.serve.server import head_deadline_protocol
 
-from .serving import Server, serving
+from .serving import Server, serving, wait_for
+from .specs import tiny
 
 TOKEN = "a-test-token-of-32-characters-xx"
 LLAMA = Path(__file__).resolve().parents[2] / "search_spaces" / "examples" / \
@@ -223,3 +225,51 @@ def test_a_refused_token_is_told_what_was_wrong(header: str | None, words: str) 
         assert TOKEN not in answer.text
         right = http.get("/v1/x", headers={"Authorization": f"bearer {TOKEN}"})
         assert right.status_code == 200
+
+
+def _published(api: dict[str, Any], path: str, method: str, answer: httpx.Response
+               ) -> list[str]:
+    """Where `answer` departs from what /openapi.json publishes for it: an undeclared status
+    or media type, or a JSON body its schema refuses."""
+    jsonschema = pytest.importorskip("jsonschema")
+    declared = api["paths"][path][method]["responses"].get(str(answer.status_code))
+    if declared is None:
+        return [f"{method.upper()} {path}: status {answer.status_code} is not declared"]
+    kind = answer.headers["content-type"].split(";")[0]
+    if kind not in declared["content"]:
+        return [f"{method.upper()} {path}: {kind} is not declared ({list(declared['content'])})"]
+    if kind != "application/json":
+        return []
+    schema = {**declared["content"][kind]["schema"], "components": api["components"]}
+    return [f"{method.upper()} {path} {answer.status_code}: "
+            f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+            for e in jsonschema.Draft202012Validator(schema).iter_errors(answer.json())]
+
+
+def test_real_answers_are_what_openapi_json_publishes(client: httpx.Client) -> None:
+    """A generated client (openapi-generator, a portal's form) trusts /openapi.json: every
+    route's real answers, successes and errors, validate against it."""
+    api = client.get("/openapi.json").json()
+    study = tiny("published", search={"sampler": "tpe", "trials": 4, "seed": 0})
+    asked = [("/v1/studies", "post", client.post("/v1/studies", json=study))]
+    wait_for(client, "published")
+    bad = dict(study, plan={"tp": 3})
+    for path, url in (("/v1/evaluate", "/v1/evaluate"), ("/v1/studies", "/v1/studies")):
+        asked += [(path, "post", client.post(url, json=bad)),
+                  (path, "post", client.post(url, content=b"a: [", headers={
+                      "content-type": "application/yaml"}))]
+    asked.append(("/v1/evaluate", "post", client.post("/v1/evaluate", content=LLAMA.read_bytes())))
+    asked.append(("/v1/evaluate", "post", client.post("/v1/evaluate", json=[
+        yaml.safe_load(LLAMA.read_text(encoding="utf-8"))] * 2)))
+    asked.append(("/v1/studies", "get", client.get("/v1/studies")))
+    for name in ("published", "nothere"):
+        for suffix, query in (("", {}), ("/best", {"top": 3}), ("/trials", {}),
+                              ("/plan", {"as": "torchtitan"}), ("/report", {})):
+            path = "/v1/studies/{name}" + suffix
+            asked.append((path, "get", client.get(f"/v1/studies/{name}{suffix}", params=query)))
+    asked.append(("/v1/studies/{name}/best", "get",
+                  client.get("/v1/studies/published/best", params={"top": 0})))
+    problems = [p for path, method, answer in asked for p in _published(api, path, method,
+                                                                        answer)]
+    assert problems == []
+

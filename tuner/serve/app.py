@@ -144,6 +144,25 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.update(spec.pop("$defs", {}))
         components["StudySpec"] = spec
+        _errors_as_json(schema)
         app.openapi_schema = schema
         return schema
     return build
+
+
+_ERROR_REF = "#/components/schemas/ErrorBody"
+
+
+def _errors_as_json(schema: dict[str, Any]) -> None:
+    """Every error response in `schema` as application/json, which it is: FastAPI files a
+    route's error models under the route's own media type, so /openapi.json said the 404 of
+    /plan was text/plain and that of /report text/html (a generated client then reads the
+    JSON error as the plan or the page)."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for response in operation.get("responses", {}).values():
+                content = response.get("content", {})
+                errors = [kind for kind, body in content.items()
+                          if body.get("schema", {}).get("$ref") == _ERROR_REF]
+                for kind in errors:
+                    content["application/json"] = content.pop(kind)
