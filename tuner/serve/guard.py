@@ -31,7 +31,9 @@ BODY_S = 30.0
 """Seconds a request's body may take to arrive, from the app's first look at the request
 (1 MiB, the most a body may hold, in 30 s is 35 kB/s)."""
 _CLOSE = {"Connection": "close"}
-"""The rest of a refused body is not read: the connection is closed after the answer."""
+"""A body too slow is not waited for: the connection is closed after the answer (RFC 9110,
+sec. 15.5.9). (Not after a 413: closing while the client still sends resets the connection
+before it reads the answer.)"""
 
 
 def error_body(message: str) -> bytes:
@@ -43,7 +45,7 @@ class BodyTooLarge(HTTPException):
     """A body that grew past the limit while it was read (no Content-Length given)."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(status_code=413, detail=_too_large(limit), headers=_CLOSE)
+        super().__init__(status_code=413, detail=_too_large(limit))
 
 
 class BodyTooSlow(HTTPException):
@@ -89,7 +91,7 @@ class Guard:
             return
         declared = _declared_length(scope)
         if declared is not None and not 0 <= declared <= self.limit:
-            await _answer(send, 413, _too_large(self.limit), close=True)
+            await _answer(send, 413, _too_large(self.limit))
             return
         started = False
 
@@ -102,7 +104,8 @@ class Guard:
             await self.app(scope, self._limited(receive), watched)
         except (BodyTooLarge, BodyTooSlow) as err:
             if not started:
-                await _answer(send, err.status_code, str(err.detail), close=True)
+                await _answer(send, err.status_code, str(err.detail),
+                              close=isinstance(err, BodyTooSlow))
         except ClientDisconnect:  # nobody to answer: not the server's failure
             _LOG.info("%s %s: the client left before its request was read",
                       scope.get("method"), scope.get("path"))
