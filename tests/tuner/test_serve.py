@@ -239,7 +239,7 @@ def test_unknown_routes_and_methods_say_which_there_are(client: httpx.Client) ->
     assert wrong.json() == {"error": "GET /v1/evaluate: this route takes POST; "
                                      "/openapi.json lists the routes"}
     assert client.delete("/v1/studies/x").json()["error"].startswith(
-        "DELETE /v1/studies/x: this route takes GET; ")
+        "DELETE /v1/studies/x: this route takes GET, HEAD; ")
 
 
 def test_bad_parameters_are_422_in_one_line(client: httpx.Client) -> None:

@@ -32,6 +32,7 @@ from ..errors import InputErrors, TunerError, one_line
 from .auth import bearer_guard
 from .config import ServeConfig
 from .guard import Guard
+from .head import HEAD_ASKED, Head, allowed_methods
 from .routes import error_response, v1_router
 from .runner import Runner
 from .service import RequestError, Service
@@ -81,6 +82,7 @@ def create_app(config: ServeConfig, storage: optuna.storages.BaseStorage) -> Fas
     guard = [Depends(bearer_guard(config.token))] if config.token else []
     app.include_router(v1_router(guard))
     _handle_errors(app)
+    app.add_middleware(Head)
     app.add_middleware(Guard, max_body_bytes=config.max_body_bytes)
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     return app
@@ -113,15 +115,20 @@ def _handle_errors(app: FastAPI) -> None:
 
 def _routing_error(request: Request, err: HTTPException, headers: dict[str, str]) -> str:
     """The line of an HTTPException: Starlette's bare "Not Found" and "Method Not Allowed"
-    (no route, or the route of another method) say which routes there are."""
-    asked = f"{request.method} {request.url.path}"
+    (no route, or the route of another method) say which routes there are; a 405's `Allow`
+    (in `headers`) lists every method of the path, not only the first route's."""
+    method = "HEAD" if request.scope.get(HEAD_ASKED) else request.method
+    asked = f"{method} {request.url.path}"
     if err.status_code == 404 and err.detail == "Not Found":
         return (f"no route {asked}; the routes are POST /v1/evaluate, POST and GET "
                 "/v1/studies, GET /v1/studies/NAME[/best|/trials|/plan|/report] "
                 "(/openapi.json lists them)")
     if err.status_code == 405 and "allow" in {k.lower() for k in headers}:
-        allow = next(v for k, v in headers.items() if k.lower() == "allow")
-        return f"{asked}: this route takes {allow}; /openapi.json lists the routes"
+        for key in [k for k in headers if k.lower() == "allow"]:
+            del headers[key]
+        headers["Allow"] = ", ".join(allowed_methods(request.app.router.routes,
+                                                     request.scope))
+        return f"{asked}: this route takes {headers['Allow']}; /openapi.json lists the routes"
     return str(err.detail)
 
 
@@ -137,6 +144,25 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         components = schema.setdefault("components", {}).setdefault("schemas", {})
         components.update(spec.pop("$defs", {}))
         components["StudySpec"] = spec
+        _errors_as_json(schema)
         app.openapi_schema = schema
         return schema
     return build
+
+
+_ERROR_REF = "#/components/schemas/ErrorBody"
+
+
+def _errors_as_json(schema: dict[str, Any]) -> None:
+    """Every error response in `schema` as application/json, which it is: FastAPI files a
+    route's error models under the route's own media type, so /openapi.json said the 404 of
+    /plan was text/plain and that of /report text/html (a generated client then reads the
+    JSON error as the plan or the page)."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for response in operation.get("responses", {}).values():
+                content = response.get("content", {})
+                errors = [kind for kind, body in content.items()
+                          if body.get("schema", {}).get("$ref") == _ERROR_REF]
+                for kind in errors:
+                    content["application/json"] = content.pop(kind)

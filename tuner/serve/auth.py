@@ -10,7 +10,7 @@ import ipaddress
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Depends, HTTPException
+from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..errors import TunerError
@@ -51,12 +51,26 @@ def bearer_guard(token: str) -> Callable[..., None]:
     expected = token.encode("utf-8")
     scheme = HTTPBearer(auto_error=False, description="The server's token (--token).")
 
-    def check(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)]
+    def check(request: Request,
+              credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(scheme)]
               ) -> None:
         given = credentials.credentials.encode("utf-8") if credentials is not None else b""
         if credentials is None or credentials.scheme.lower() != "bearer" \
                 or not hmac.compare_digest(given, expected):
             raise HTTPException(status_code=401, headers={"WWW-Authenticate": "Bearer"},
-                                detail="a bearer token is required: send the server's token "
-                                       "as `Authorization: Bearer TOKEN`")
+                                detail=_refusal(request.headers.get("authorization"),
+                                                credentials))
     return check
+
+
+def _refusal(header: str | None, credentials: HTTPAuthorizationCredentials | None) -> str:
+    """Why a request is refused: no Authorization header, one of another scheme (HTTPBearer
+    gives no credentials then), or a token that is not the server's. Nothing the client sent
+    is repeated (a token sent without its scheme would be)."""
+    ask = "send the server's token as `Authorization: Bearer TOKEN`"
+    if not header:
+        return f"a bearer token is required: {ask}"
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        return f"the Authorization header is not `Bearer TOKEN`: {ask}"
+    return ("the token in `Authorization: Bearer TOKEN` is not this server's; send the one "
+            f"it was started with (--token or {TOKEN_ENV})")

@@ -25,9 +25,12 @@ _SPEC_REF = {"$ref": "#/components/schemas/StudySpec"}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody, "description": text} for code, text in (
         (401, "a bearer token is required (a server with --token)"),
+        (408, "the body took over 30 s to arrive"),
         (413, "the body is over the limit"),
         (422, "a bad spec or parameter: one line naming the field and what to change"),
         (500, "an internal error (logged by the server)"))}
+_FORM: dict[int | str, dict[str, Any]] = {
+    415: {"model": ErrorBody, "description": "a form (multipart) in place of a spec"}}
 
 
 def _body(many: bool) -> dict[str, Any]:
@@ -66,7 +69,15 @@ ServiceDep = Annotated[Service, Depends(_service)]
 
 
 def _content_type(request: Request) -> str:
-    return request.headers.get("content-type", "")
+    """The body's Content-Type; a form (multipart, as a browser's file upload sends) is
+    refused with 415: its parts' headers and boundaries are no spec, and were read as YAML
+    ('malformed YAML: mapping values are not allowed here')."""
+    kind = request.headers.get("content-type", "")
+    if kind.lower().lstrip().startswith("multipart/"):
+        raise RequestError(415, f"{kind.split(';')[0].strip()} is a form, not a spec; send "
+                                "the spec itself as the body, JSON (Content-Type: "
+                                "application/json) or YAML (e.g. curl --data-binary @FILE)")
+    return kind
 
 
 StudyName = Path(description="The study's name (its spec's `name`).")
@@ -84,7 +95,8 @@ def v1_router(dependencies: list[Any]) -> APIRouter:
 
 def _evaluate_routes(router: APIRouter) -> None:
     @router.post("/evaluate", response_model=PlanResultJSON | list[PlanResultJSON],
-                 openapi_extra=_body(many=True), summary="Evaluate fixed specs")
+                 openapi_extra=_body(many=True), summary="Evaluate fixed specs",
+                 responses=_FORM)
     async def evaluate(request: Request, service: ServiceDep) -> Response:
         """The cost model on one fixed spec (an object back) or a list of them (a list
         back): `tuner evaluate --json`. A search space is refused (422): POST it to
@@ -97,7 +109,7 @@ def _evaluate_routes(router: APIRouter) -> None:
 def _study_routes(router: APIRouter) -> None:
     @router.post("/studies", status_code=202, response_model=StudyCreated,
                  openapi_extra=_body(many=False), summary="Create and run a study",
-                 responses={409: {"model": ErrorBody}, 429: {"model": ErrorBody}})
+                 responses={409: {"model": ErrorBody}, 429: {"model": ErrorBody}, **_FORM})
     async def create_study(request: Request, service: ServiceDep) -> Response:
         """A study from a spec with a `name`, run in the background by worker processes
         (`tuner search` then `tuner worker`); posting a study again continues it as `tuner
