@@ -31,9 +31,12 @@ def price(cluster: ClusterSpec, *, gpus: Array, tokens_per_s: Array, tokens: flo
     """cost/hour = GPUs x USD per GPU-hour; time = tokens / throughput, stretched on spot
     servers by the expected revocation overhead (revocations_per_node_hour x nodes; a
     checkpoint of `checkpoint_bytes` written by all nodes in parallel); cost = hours x
-    cost/hour."""
+    cost/hour. Without `tokens` (0) both are NaN, as is the checkpoint interval where no
+    revocation sets it."""
     per_hour = gpus * np.asarray(cluster.price_usd_per_gpu_hour, dtype=np.float64)
     useful_s = np.where(tokens_per_s > 0, tokens / np.maximum(tokens_per_s, 1e-30), np.inf)
+    if tokens <= 0:  # no tokens given: no time or cost to train (NaN; null in JSON), not 0
+        useful_s = np.full(np.shape(useful_s), np.nan)
     nodes = np.asarray(cluster.nodes, dtype=np.float64)
     revocations = cluster.revocations_per_node_hour if cluster.pricing == "spot" else 0.0
     rate_per_s = np.asarray(revocations, dtype=np.float64) * nodes / 3600.0

@@ -54,6 +54,23 @@ def test_evaluate_and_explain_show_the_spot_overhead_and_the_runs_rate(tmp_path:
     assert explained["cost_to_train_usd"] == pytest.approx(data["cost_to_train_usd"])
 
 
+def test_without_tokens_there_is_no_time_or_cost_to_train(tmp_path: Path) -> None:
+    """A spec without training.tokens trains nothing: null in JSON (a script read 0.0 days,
+    'trains instantly'), no line in the text; with tokens, numbers."""
+    none = {"global_batch": 512}
+    without = json.loads(_run("evaluate", str(write(tmp_path, _fixed("none", training=none))),
+                              "--json")[1])
+    assert without["time_to_train_days"] is None and without["cost_to_train_usd"] is None
+    assert without["checkpoint_interval_s"] is None  # on demand: once, at the end of nothing
+    assert "time to train" not in _run("evaluate", str(tmp_path / "none.yaml"))[1]
+    given = json.loads(_run("evaluate", str(write(tmp_path, _fixed("some", training=_BATCH))),
+                            "--json")[1])
+    assert given["time_to_train_days"] > 0 and given["cost_to_train_usd"] > 0
+    spot = json.loads(_run("evaluate", str(write(tmp_path, _fixed(
+        "spot-none", cluster=_SPOT, training=none))), "--json")[1])
+    assert spot["time_to_train_days"] is None and spot["checkpoint_interval_s"] > 0
+
+
 def test_on_demand_plans_show_no_spot_line(tmp_path: Path) -> None:
     spec = write(tmp_path, _fixed("demand"))
     assert "spot overhead" not in _run("evaluate", str(spec))[1]

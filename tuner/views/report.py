@@ -5,6 +5,7 @@ history, the Pareto front of a two-objective study, parameter importances and th
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
 import optuna
@@ -57,9 +58,10 @@ def _cards(result: PlanResult) -> str:
         ("memory per GPU", f"{result.memory_total_bytes / _GIB:.1f} of "
                            f"{result.hbm_usable_bytes / _GIB:.1f} GiB"),
         ("cost per hour", usd(result.cost_per_hour_usd)),
-        ("days to train", f"{result.time_to_train_days:,.1f}"),
-        ("cost to train", usd(result.cost_to_train_usd)),
     ]
+    if math.isfinite(result.time_to_train_days):  # NaN: the spec gives no tokens to train
+        cards += [("days to train", f"{result.time_to_train_days:,.1f}"),
+                  ("cost to train", usd(result.cost_to_train_usd))]
     if result.cluster.pricing == "spot":
         overhead = result.revocation_overhead
         cards += [("spot overhead (in days and cost)", f"+{100.0 * overhead:.1f} %"),
