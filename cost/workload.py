@@ -22,7 +22,7 @@ __all__ = ["Footprint", "LayerCosts", "ParamGroup", "Rule", "StageCost", "StateB
            "Workload"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class ParamGroup:
     """Parameters one GPU holds that share one data-parallel replica group: `replicas` ranks
     spaced `stride` apart (Megatron rank order) hold copies and reduce their gradients; ZeRO
@@ -49,7 +49,7 @@ class StateBytes:
     optimizer: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class StageCost:
     """One micro-batch on the slowest pipeline stage, seconds by part (exposed time), and what
     the pipeline schedule and the data-parallel reduction need to know of it."""
@@ -73,7 +73,7 @@ class StageCost:
     scale_up_backward_s: Array | float = 0.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class Footprint:
     """What one GPU of the fullest stage holds: its parameters by replica group, the bytes per
     parameter of their states, the parameters kept in HBM when weights are offloaded, and the
@@ -86,7 +86,7 @@ class Footprint:
     buffers_bytes: Array
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class LayerCosts:
     """One of a workload's identical layers on one GPU, per micro-batch, and what the two ends
     of a pipeline add: what a split of the layers over stages of different GPUs needs (stage j
@@ -112,7 +112,7 @@ class LayerCosts:
     state: StateBytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Rule:
     """A structural rule: `broken` is True where a plan breaks it (any shape of Degrees);
     `message` says, for one plan, the value, the rule and what to change. `knobs` are the plan
