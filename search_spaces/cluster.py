@@ -3,11 +3,11 @@ memory expansion and pricing; any value may be a choice."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
-from cost import ClusterSpec, MixedCluster
+from cost import ClusterSpec
 
 from .catalog import gpu_catalog, unknown_name_message
 from .choices import Choice, Choosable, IntChoosable, IntRange, fixed
@@ -25,6 +25,9 @@ from .plausible import (
     ScaleUpBandwidth,
     ServerBandwidth,
 )
+
+if TYPE_CHECKING:
+    from cost import MixedCluster
 
 __all__ = ["MAX_POOLS", "ClusterSection", "Expansion", "GPUSection", "NodeFields", "PoolSection",
            "gpu_spec", "node_cluster"]

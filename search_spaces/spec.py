@@ -4,7 +4,7 @@ a fixed one into the cost model's frozen inputs."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import (
     AfterValidator,
@@ -21,7 +21,6 @@ from cost import (
     ClusterSpec,
     Efficiency,
     InvalidPlanError,
-    MixedCluster,
     Plan,
     TrainingSpec,
     Workload,
@@ -49,9 +48,13 @@ from .sections import (
 )
 from .yaml_io import decode_text, load_yaml, read_text
 
+if TYPE_CHECKING:
+    from cost import MixedCluster
+
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
-CostInputs = tuple[Workload, ClusterSpec | MixedCluster, TrainingSpec, Plan]
+CostInputs = tuple[Workload, "ClusterSpec | MixedCluster", TrainingSpec, Plan]
+"""What a fixed spec evaluates (the cluster quoted: cost.pools is imported for pools only)."""
 
 
 def _model_kind(value: Any) -> str:

@@ -1,7 +1,7 @@
 """What `tuner evaluate` of a spec with one GPU type leaves unimported (issue 14): the search
 space's enumeration and grid (search_spaces.space, .grid) and the mixed-cluster model
-(cost.mixed, cost.hetero_*); and that `search_spaces`, whose names are imported from their
-modules on first use, still gives every name it lists."""
+(cost.pools, cost.mixed, cost.hetero_*); and that `search_spaces` and `cost`, whose names are
+imported from their modules on first use, still give every name they list."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import search_spaces
 from .specs import EXAMPLES
 
 ROOT = Path(__file__).resolve().parents[2]
-UNUSED = ("search_spaces.space", "search_spaces.grid", "cost.mixed", "cost.hetero_dp",
-          "cost.hetero_pipeline")
+UNUSED = ("search_spaces.space", "search_spaces.grid", "cost.pools", "cost.mixed",
+          "cost.hetero_dp", "cost.hetero_pipeline")
 
 
 def _modules_after_evaluate(spec: Path) -> list[str]:
@@ -41,6 +41,13 @@ def test_every_listed_name_resolves_to_its_module() -> None:
     for name, module in search_spaces._MODULE_OF.items():
         value = getattr(search_spaces, name)
         assert value is getattr(sys.modules[f"search_spaces.{module}"], name)
+
+
+def test_the_pools_names_of_cost_resolve_to_their_module() -> None:
+    import cost
+    import cost.pools
+
+    assert (cost.MixedCluster, cost.PoolUse) == (cost.pools.MixedCluster, cost.pools.PoolUse)
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
