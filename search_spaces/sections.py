@@ -1,6 +1,8 @@
 """Spec sections that hold no choices: model, training, objective, constraints, search."""
 
-from __future__ import annotations
+# Annotations evaluated as written (no `from __future__ import annotations`): pydantic would
+# otherwise compile and evaluate each field's annotation from its string when the class is
+# made, 4 ms of every start with the spec sections (issue 14).
 
 import dataclasses
 from collections.abc import Collection
@@ -111,7 +113,7 @@ class ModelSection(Frozen):
         return kind
 
     @model_validator(mode="after")
-    def _shape(self) -> ModelSection:
+    def _shape(self) -> "ModelSection":
         if self.head_dim is None and self.attention is None and self.hidden % self.heads:
             raise SpecError(f"hidden={self.hidden} is not a multiple of heads={self.heads}; "
                             "change one of them", field="heads")
@@ -191,7 +193,7 @@ class LayersSection(Frozen):
     kind: Literal["layers"]
     layers: Annotated[tuple[LayerEntry, ...], Field(min_length=1, max_length=100_000)]
 
-    def to_model_spec(self) -> LayersModel:
+    def to_model_spec(self) -> "LayersModel":
         from cost import Layer, LayersModel
 
         return LayersModel(name=self.name, layers=tuple(

@@ -1,7 +1,9 @@
 """A whole study spec (shared/SPEC.md): load it from YAML, ask whether it is fixed, and convert
 a fixed one into the cost model's frozen inputs."""
 
-from __future__ import annotations
+# Annotations evaluated as written (no `from __future__ import annotations`): pydantic would
+# otherwise compile and evaluate each field's annotation from its string when the class is
+# made, 4 ms of every start with the spec sections (issue 14).
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Union
