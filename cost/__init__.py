@@ -11,7 +11,6 @@ May import numpy and the standard library only: nothing of Optuna, files or the 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .attention import MLA
 from .breakdown import CostReport, MemoryUse, Price, StepTime
 from .codec import KNOBS, PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
@@ -36,6 +35,7 @@ from .workload import Workload
 
 if TYPE_CHECKING:
     from .layers import Layer, LayersModel
+    from .mla import MLA
     from .moe import MoEModelSpec
     from .pools import MixedCluster, PoolUse
 
@@ -91,7 +91,7 @@ __all__ = [
     "structurally_valid",
 ]
 
-_LAZY = {"Layer": "layers", "LayersModel": "layers", "MoEModelSpec": "moe",
+_LAZY = {"Layer": "layers", "LayersModel": "layers", "MoEModelSpec": "moe", "MLA": "mla",
          "MixedCluster": "pools", "PoolUse": "pools"}
 """What a dense transformer's evaluation on GPUs of one type does not use, and its modules:
 imported on first use (PEP 562), so that `tuner evaluate` of a dense model imports neither the

@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
-from cost import MLA, Efficiency, ModelSpec, TrainingSpec
+from cost import Efficiency, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
 from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
 from .headroom import Headroom
 
-if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers
-    from cost import LayersModel
+if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers or .mla
+    from cost import MLA, LayersModel
 
 __all__ = [
     "OBJECTIVES",
@@ -49,7 +49,9 @@ class MLASection(Frozen):
     qk_rope_head_dim: Size
     v_head_dim: Size
 
-    def to_mla(self) -> MLA:
+    def to_mla(self) -> "MLA":
+        from cost import MLA
+
         return MLA(**_fields(self))
 
 
