@@ -11,7 +11,6 @@ May import numpy and the standard library only: nothing of Optuna, files or the 
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .attention import MLA
 from .breakdown import CostReport, MemoryUse, Price, StepTime
 from .codec import KNOBS, PLAN_KNOBS, Offload, Placement, PlanRecord, Recompute, Shares, Sync
 from .efficiency import DEFAULT_EFFICIENCY, FALLBACK_GEMM_FRACTION, Efficiency
@@ -19,7 +18,6 @@ from .errors import CostModelError
 from .evaluate import evaluate, evaluate_grid
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
-from .pools import MixedCluster, PoolUse
 from .precision import element_bytes
 from .result import ClusterSummary, PlanResult, plan_result
 from .sync import SYNC
@@ -37,7 +35,9 @@ from .workload import Workload
 
 if TYPE_CHECKING:
     from .layers import Layer, LayersModel
+    from .mla import MLA
     from .moe import MoEModelSpec
+    from .pools import MixedCluster, PoolUse
 
 COST_MODEL_VERSION = "3"
 
@@ -91,10 +91,13 @@ __all__ = [
     "structurally_valid",
 ]
 
-_LAZY = {"Layer": "layers", "LayersModel": "layers", "MoEModelSpec": "moe"}
-"""The workloads a dense transformer's evaluation does not use, and their modules: imported on
-first use (PEP 562), so that `tuner evaluate` of a dense model imports neither the CNN layers
-nor the mixture of experts (cost.moe and the modules of its time and memory)."""
+_LAZY = {"Layer": "layers", "LayersModel": "layers", "MoEModelSpec": "moe", "MLA": "mla",
+         "MixedCluster": "pools", "PoolUse": "pools"}
+"""What a dense transformer's evaluation on GPUs of one type does not use, and its modules:
+imported on first use (PEP 562), so that `tuner evaluate` of a dense model imports neither the
+CNN layers, the mixture of experts (cost.moe and the modules of its time and memory) nor the
+pools of several GPU types (cost.pools: the cost model tells a MixedCluster as a cluster that is
+not a ClusterSpec)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -15,23 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .transformer import ModelSpec
 
-__all__ = ["MLA", "AttentionShape", "attention_shape"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MLA:
-    """Multi-head latent attention (DeepSeek-V2/V3, arXiv 2405.04434 sec. 2.1; 2412.19437
-    sec. 2.1): queries and keys/values are projected down to low-rank latents (`q_lora_rank`,
-    `kv_lora_rank`) and up again per head; each query/key head is `qk_head_dim` wide without
-    position and `qk_rope_head_dim` wide with RoPE (a key part shared by all heads), each
-    value head `v_head_dim` wide."""
-
-    q_lora_rank: int
-    kv_lora_rank: int
-    qk_head_dim: int
-    qk_rope_head_dim: int
-    v_head_dim: int
-    kind: str = "mla"
+__all__ = ["AttentionShape", "attention_shape"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

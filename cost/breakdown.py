@@ -29,7 +29,7 @@ def _strip(name: str, suffix: str) -> str:
     return name[: -len(suffix)] if name.endswith(suffix) else name
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class StepTime:
     """Seconds per optimizer step on the slowest pipeline stage, by cause (exposed time only)."""
 
@@ -54,7 +54,7 @@ class StepTime:
         return {_strip(f.name, "_s"): pick(getattr(self, f.name), index) for f in fields(self)}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class MemoryUse:
     """Bytes per GPU on the fullest pipeline stage, and in the memory-expansion tier."""
 
@@ -79,7 +79,7 @@ class MemoryUse:
         return out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class Price:
     """What the cluster costs per hour, and the time and money to train `tokens`."""
 
@@ -99,7 +99,7 @@ class Price:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class CostReport:
     """The whole answer for an array of plans: time, memory, price, throughput, feasibility."""
 

@@ -84,7 +84,7 @@ def p2p_s(nbytes: Value, bw: Value, lat: Value) -> Value:
     return nbytes / bw + lat
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Link:
     """Effective per-rank bandwidth (bytes/s) and latency (s) of a communication group."""
 

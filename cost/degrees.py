@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["Degrees", "degrees", "grid_degrees"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class Degrees:
     """Every knob of a plan broadcast to one shape, dp resolved (GPUs / (tp·pp·cp) where the
     plan leaves it out), and the micro-batches of a step: batch / (dp · micro_batch)."""

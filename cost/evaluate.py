@@ -4,7 +4,7 @@ workload (cost.workload)."""
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,11 +13,15 @@ from .degrees import Degrees, degrees, grid_degrees
 from .efficiency import DEFAULT_EFFICIENCY, Efficiency
 from .inputs import ClusterSpec, Plan, TrainingSpec
 from .memory import hbm_usable_bytes, memory_use
-from .pools import MixedCluster
 from .price import price
 from .schedule import step_time
 from .validity import valid_mask
 from .workload import Workload
+
+if TYPE_CHECKING:
+    # pools of several GPU types; a cluster that is not a ClusterSpec is one. Imported where
+    # pools are met, so that a cluster of one type never imports cost.pools (issue 14)
+    from .pools import MixedCluster
 
 __all__ = ["CHUNK", "evaluate", "evaluate_grid"]
 
@@ -39,7 +43,7 @@ def evaluate(
     types (cost.pools.MixedCluster) is evaluated by cost.mixed, each of its pools alone as
     here, CHUNK plans at a time too."""
     shape = np.broadcast_shapes(*(np.shape(getattr(plan, f.name)) for f in fields(plan)))
-    scalar_cluster = isinstance(cluster, MixedCluster) or all(
+    scalar_cluster = not isinstance(cluster, ClusterSpec) or all(
         np.ndim(getattr(cluster, f.name)) == 0 for f in fields(cluster))
     if len(shape) == 1 and shape[0] > CHUNK and scalar_cluster:
         parts = [_one_call(workload, cluster, training, _slice(plan, shape[0], i), efficiency)
@@ -50,7 +54,7 @@ def evaluate(
 
 def _one_call(workload: Workload, cluster: ClusterSpec | MixedCluster, training: TrainingSpec,
               plan: Plan, efficiency: Efficiency) -> CostReport:
-    if isinstance(cluster, MixedCluster):
+    if not isinstance(cluster, ClusterSpec):
         from .mixed import evaluate_mixed  # only for pools: a one-GPU-type spec skips its import
 
         return evaluate_mixed(workload, cluster, training, plan, efficiency, _single)
@@ -95,7 +99,7 @@ def evaluate_grid(
     fraction of the work. The report's arrays broadcast to the grid's shape. A cluster of
     several GPU types has flat grids only (search_spaces.Space.grids: its layouts, no axes),
     which `evaluate` places plan by plan on its pools (cost.mixed)."""
-    if isinstance(cluster, MixedCluster):
+    if not isinstance(cluster, ClusterSpec):
         return evaluate(workload, cluster, training, plan, efficiency=efficiency)
     return _report(workload, cluster, training, grid_degrees(cluster, training, plan),
                    efficiency)

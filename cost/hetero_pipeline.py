@@ -7,7 +7,7 @@ The layers are split unevenly so that the slowest stage is as fast as it can be 
 stage's memory, as Metis (Um et al., ATC'24, sec. 5: load-balanced layer partitioning per
 device group) and Sailor (Strati et al., SOSP'25: stage splits by GPU speed and memory) do:
 a stage of pool p with L layers takes L x t_p per micro-batch (t_p: one layer on that pool's
-GPUs, cost.workload.LayerCosts, or the host's time to launch its kernels where that is longer:
+GPUs, cost.layer_costs.LayerCosts, or the host's time to launch its kernels where that is longer:
 the GPU then waits for the host, cost.schedule.launch_bound_s), the last stage also the
 logits; the least T for which sum over stages of min(floor((T - end) / t_p), Lmax) reaches
 the model's layers is found by bisection, Lmax being what a stage's HBM holds with the
@@ -28,10 +28,11 @@ from .collectives import group_link, p2p_s
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, TrainingSpec
+from .layer_costs import LayerCosts
 from .memory import hbm_usable_bytes, memory_use
 from .pools import MixedCluster, MixedStep, PoolUse
 from .schedule import step_time
-from .workload import Footprint, LayerCosts, ParamGroup, StageCost, Workload
+from .workload import Footprint, ParamGroup, StageCost, Workload
 
 __all__ = ["pipeline", "split_step_s"]
 

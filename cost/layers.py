@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -24,7 +24,10 @@ from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, GPUSpec, TrainingSpec
 from .layers_time import LayerShapes, stage_seconds
 from .precision import element_bytes
-from .workload import Footprint, LayerCosts, ParamGroup, Rule, StageCost, StateBytes
+from .workload import Footprint, ParamGroup, Rule, StageCost, StateBytes
+
+if TYPE_CHECKING:
+    from .layer_costs import LayerCosts
 
 __all__ = ["Layer", "LayersModel", "compile_buffer_bytes", "stage_split"]
 

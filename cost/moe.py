@@ -16,7 +16,7 @@ x expert-DP (replicas), in that rank order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -34,7 +34,10 @@ from .flops import (
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .precision import element_bytes
 from .transformer import ModelSpec, transformer_rules
-from .workload import Footprint, LayerCosts, Rule, StageCost
+from .workload import Footprint, Rule, StageCost
+
+if TYPE_CHECKING:
+    from .layer_costs import LayerCosts
 
 __all__ = ["MoEModelSpec", "moe_layer_count", "moe_layer_parameters", "moe_layers",
            "router_parameters"]

@@ -130,7 +130,7 @@ def price_cluster(mixed: MixedCluster) -> ClusterSpec:
         pricing="spot" if spot else "on_demand")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class PoolUse:
     """What one pool does in a plan (arrays over the plans): its role (0 idle, 1 whole
     data-parallel replicas, 2 pipeline stages), replicas and stages (and the index of its
@@ -166,7 +166,7 @@ SERVERS = -1
 """MixedStep.bottleneck when the parameter servers bound the step."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class MixedStep:
     """One plan on a mixed cluster: its step (the bottleneck pool's parts and what all pools
     share), the memory of the pool fullest against its HBM and that HBM, validity and fit,

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .breakdown import CostReport, pick
 from .codec import PlanRecord
 from .inputs import ClusterSpec, Plan, TrainingSpec
-from .pools import ROLES, SERVERS, MixedCluster, price_cluster
 from .validity import plan_violations
 from .workload import Workload
+
+if TYPE_CHECKING:
+    # pools of several GPU types; a cluster that is not a ClusterSpec is one. Imported where
+    # pools are met, so that a cluster of one type never imports cost.pools (issue 14)
+    from .pools import MixedCluster
 
 __all__ = ["ClusterSummary", "PlanResult", "capacity_violations", "plan_result"]
 
@@ -44,7 +48,7 @@ class ClusterSummary:
 
     @classmethod
     def of(cls, cluster: ClusterSpec | MixedCluster) -> ClusterSummary:
-        if isinstance(cluster, MixedCluster):
+        if not isinstance(cluster, ClusterSpec):
             return cls._of_pools(cluster)
         return cls(
             gpu=cluster.gpu.name, nodes=int(_one(cluster.nodes)),
@@ -60,6 +64,8 @@ class ClusterSummary:
     def _of_pools(cls, cluster: MixedCluster) -> ClusterSummary:
         """The pools together (GPUs, nodes, the mean price per GPU-hour, the least HBM and
         bandwidths, pricing 'mixed' where pools differ), and each pool's own summary."""
+        from .pools import price_cluster
+
         active = [i for i in cluster.active()] or [0]
         each = [cls.of(cluster.pools[i]) for i in range(len(cluster.pools))]
         pricing = {each[i].pricing for i in active}
@@ -222,6 +228,8 @@ def pool_uses(cluster: MixedCluster, report: CostReport, index: Any = ()
               ) -> tuple[tuple[dict[str, Any], ...], str]:
     """What each pool does in plan `index` of an evaluated array, and which one bounds its
     step ('parameter servers' where the servers do)."""
+    from .pools import ROLES, SERVERS
+
     out = []
     for i, use in enumerate(report.pools):
         one = {f.name: pick(getattr(use, f.name), index) for f in fields(use)}
@@ -243,7 +251,7 @@ def plan_result(workload: Workload, cluster: ClusterSpec | MixedCluster,
     record = PlanRecord.of(one, gpus=_one(cluster.gpus))
     pools: tuple[dict[str, Any], ...] = ()
     bottleneck = ""
-    if isinstance(cluster, MixedCluster):
+    if not isinstance(cluster, ClusterSpec):
         pools, bottleneck = pool_uses(cluster, report, index)
         record = replace(record, dp=_used_dp(pools, record.dp))
     return PlanResult(

@@ -9,12 +9,11 @@ parallelism divides the sequence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from . import transformer_layers, transformer_memory, transformer_time
-from .attention import MLA
+from . import transformer_memory, transformer_time
 from .codec import PLAN_KNOBS
 from .degrees import Degrees
 from .efficiency import Efficiency
@@ -22,7 +21,11 @@ from .flops import model_flops_per_token, parameter_count
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .numerics import is_zero
 from .precision import element_bytes
-from .workload import Footprint, LayerCosts, Rule, StageCost
+from .workload import Footprint, Rule, StageCost
+
+if TYPE_CHECKING:
+    from .layer_costs import LayerCosts
+    from .mla import MLA
 
 __all__ = ["ModelSpec", "embedding_and_loss_split"]
 
@@ -90,7 +93,9 @@ class ModelSpec:
 
     def layer_costs(self, cluster: ClusterSpec, training: TrainingSpec, d: Degrees,
                     eff: Efficiency) -> LayerCosts | None:
-        return transformer_layers.layer_costs(self, cluster, training, d, eff)
+        from .transformer_layers import layer_costs  # a split over pools of several GPU types
+
+        return layer_costs(self, cluster, training, d, eff)
 
     def units_per_step(self, training: TrainingSpec) -> float:
         return float(training.global_batch * self.seq_len)

@@ -1,4 +1,4 @@
-"""A transformer's layer as the unit of an uneven pipeline split (cost.workload.LayerCosts):
+"""A transformer's layer as the unit of an uneven pipeline split (cost.layer_costs.LayerCosts):
 one layer's time and memory on one GPU and what the embedding and the logits add at the ends,
 from the same terms as the even split (cost.transformer_time, cost.transformer_memory)."""
 
@@ -13,11 +13,11 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import layer_parameters
 from .inputs import ClusterSpec, TrainingSpec
+from .layer_costs import LayerCosts
 from .precision import element_bytes, state_bytes
 from .software import held_logits_bytes
 from .transformer_memory import activation_bytes_per_layer, activation_sizes, head_input_bytes
 from .transformer_time import host_s, layer_times, logits_s, stage_shape
-from .workload import LayerCosts
 
 if TYPE_CHECKING:
     from .transformer import ModelSpec

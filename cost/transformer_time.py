@@ -35,7 +35,7 @@ __all__ = ["LayerTimes", "StageShape", "exponential_bound", "layer_times", "logi
            "stage_shape"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class StageShape:
     """How a plan cuts the transformer: layers of the fullest stage, of the last stage (beside
     the logits), and the tokens of one micro-batch on one GPU (mb · seq / cp)."""
@@ -54,7 +54,7 @@ def stage_shape(model: ModelSpec, d: Degrees) -> StageShape:
                       tokens_per_micro_batch=d.mb * model.seq_len / d.cp)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class LayerTimes:
     """Seconds for one layer and one micro-batch on one GPU, by part."""
 

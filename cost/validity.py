@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,8 +21,14 @@ from .efficiency import DEFAULT_EFFICIENCY
 from .errors import CostModelError
 from .inputs import Array, ClusterSpec, Plan, TrainingSpec, Value
 from .numerics import close, is_zero
-from .pools import MixedCluster, single_pool_plan
 from .workload import Rule, Workload
+
+if TYPE_CHECKING:
+    # pools of several GPU types; a cluster that is not a ClusterSpec is one. Imported where
+    # pools are met, so that a cluster of one type never imports cost.pools (issue 14)
+    from .pools import MixedCluster
+
+    AnyCluster = ClusterSpec | MixedCluster
 
 __all__ = [
     "InvalidPlanError",
@@ -39,9 +45,8 @@ __all__ = [
 
 _FIELD = {"virtual_stages": "vs", "micro_batch": "mb", "sequence_parallel": "sp",
           "batch_shares": "shares"}
-_DATA, _PIPELINE, _BALANCED = 0.0, 1.0, 0.0  # cost.codec.Placement and Shares codes
-AnyCluster = ClusterSpec | MixedCluster
 """Plan knob -> Degrees field, where the names differ."""
+_DATA, _PIPELINE, _BALANCED = 0.0, 1.0, 0.0  # cost.codec.Placement and Shares codes
 
 
 class InvalidPlanError(CostModelError):
@@ -82,7 +87,7 @@ def precision_violation(gpu_peaks: Mapping[str, float], gpu_name: str, precision
 
 
 def _gpus_of(cluster: AnyCluster) -> list[Any]:
-    if isinstance(cluster, MixedCluster):
+    if not isinstance(cluster, ClusterSpec):
         return [cluster.pools[i].gpu for i in cluster.used]
     return [cluster.gpu]
 
@@ -97,7 +102,7 @@ def _common_rules(cluster: AnyCluster, training: TrainingSpec) -> tuple[Rule, ..
              for name, vocab in (("recompute", Recompute), ("offload", Offload))}
     precision = next((v for g in _gpus_of(cluster) if (v := precision_violation(
         g.peak_flops_per_s, g.name, training.precision)) is not None), None)
-    uneven = isinstance(cluster, MixedCluster) and len(cluster.used) > 1  # shares may differ
+    uneven = not isinstance(cluster, ClusterSpec) and len(cluster.used) > 1  # shares may differ
 
     def degrees_text(d: Degrees) -> str:
         return ("tp, pp, dp, cp, virtual_stages and micro_batch must be whole numbers >= 1 "
@@ -240,7 +245,7 @@ def rules(workload: Workload, cluster: AnyCluster, training: TrainingSpec
           ) -> tuple[Rule, ...]:
     """Every structural rule for `workload` on `cluster`: the workload's own first (root
     causes: "tp=3 does not divide heads" before its consequence "dp=5.33 is not whole")."""
-    extra = (_pool_rules(workload, cluster, training) if isinstance(cluster, MixedCluster)
+    extra = (_pool_rules(workload, cluster, training) if not isinstance(cluster, ClusterSpec)
              else _single_type_rules())
     return (*workload.rules(training), *_common_rules(cluster, training), *extra,
             _knob_rule(workload))
@@ -249,8 +254,10 @@ def rules(workload: Workload, cluster: AnyCluster, training: TrainingSpec
 def _ways(cluster: AnyCluster, plan: Plan) -> list[tuple[AnyCluster, Plan]]:
     """The clusters a plan may run on: the cluster itself, or each set of a mixed cluster's
     pools (one pool alone as its own cluster)."""
-    if not isinstance(cluster, MixedCluster):
+    if isinstance(cluster, ClusterSpec):
         return [(cluster, plan)]
+    from .pools import single_pool_plan
+
     return [(cluster.pools[o[0]], single_pool_plan(plan)) if len(o) == 1
             else (cluster.using(o), plan) for o in cluster.choices(ordered=False)]
 
@@ -282,7 +289,7 @@ def plan_violations(workload: Workload, cluster: AnyCluster, training: TrainingS
         if bool(np.ravel(structurally_valid(workload, cluster, training, plan))[0]):
             return []
         ways = [(cluster.using(cluster.active()), plan)] \
-            if isinstance(cluster, MixedCluster) else ways
+            if not isinstance(cluster, ClusterSpec) else ways
     target, one = ways[0]
     d = degrees(target, training, one)
     return [r.message(d) for r in rules(workload, target, training)

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .inputs import Array, ClusterSpec, TrainingSpec
 
-__all__ = ["Footprint", "LayerCosts", "ParamGroup", "Rule", "StageCost", "StateBytes",
-           "Workload"]
+if TYPE_CHECKING:
+    from .layer_costs import LayerCosts
+
+__all__ = ["Footprint", "ParamGroup", "Rule", "StageCost", "StateBytes", "Workload"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class ParamGroup:
     """Parameters one GPU holds that share one data-parallel replica group: `replicas` ranks
     spaced `stride` apart (Megatron rank order) hold copies and reduce their gradients; ZeRO
@@ -49,7 +51,7 @@ class StateBytes:
     optimizer: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class StageCost:
     """One micro-batch on the slowest pipeline stage, seconds by part (exposed time), and what
     the pipeline schedule and the data-parallel reduction need to know of it."""
@@ -73,7 +75,7 @@ class StageCost:
     scale_up_backward_s: Array | float = 0.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class Footprint:
     """What one GPU of the fullest stage holds: its parameters by replica group, the bytes per
     parameter of their states, the parameters kept in HBM when weights are offloaded, and the
@@ -86,33 +88,7 @@ class Footprint:
     buffers_bytes: Array
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LayerCosts:
-    """One of a workload's identical layers on one GPU, per micro-batch, and what the two ends
-    of a pipeline add: what a split of the layers over stages of different GPUs needs (stage j
-    of L_j layers takes L_j x layer_s, plus last_s on the last stage), and what each stage's
-    GPUs hold."""
-
-    layers: int  # identical layers of the model
-    layer_s: Array  # forward, backward, recompute and exposed tp/cp traffic of one layer
-    forward_s: Array  # one layer's forward pass
-    backward_s: Array  # one layer's backward pass
-    recompute_s: Array
-    tp_comm_s: Array
-    cp_comm_s: Array
-    host_s: Array  # host seconds to launch one layer's kernels (the GPU waits where longer)
-    last_s: Array  # the last stage's end work (logits and loss) per micro-batch
-    layer_params: Array  # parameters of one layer on one GPU
-    end_params: Array  # parameters an end stage adds on one GPU (embedding or logits)
-    layer_activation_bytes: Array  # what one layer keeps per micro-batch in flight
-    last_buffer_bytes: Array  # transient buffers of the last stage (logits and their gradient)
-    buffer_bytes: Array  # transient buffers of every stage (a layer rebuilt by recompute)
-    copy_bytes_per_param: float  # transient copies of the weights (autocast's 16-bit ones)
-    send_bytes: Array  # one pipeline send between stages
-    state: StateBytes
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False, slots=True)
 class Rule:
     """A structural rule: `broken` is True where a plan breaks it (any shape of Degrees);
     `message` says, for one plan, the value, the rule and what to change. `knobs` are the plan

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from cost import MLA, PRECISIONS, GPUSpec, ModelSpec
+from cost import PRECISIONS, GPUSpec, ModelSpec
 
 from .errors import SpecError
 from .units import parse_quantity
@@ -235,6 +235,8 @@ def _model_spec(name: str, entry: Mapping[str, Any]) -> ModelSpec:
     values = {k: entry[k] for k in _MODEL_KEYS if k in entry}
     try:
         if isinstance(values.get("attention"), dict):
+            from cost import MLA  # cost.mla, for a model with latent attention only
+
             values["attention"] = MLA(**values["attention"])
         if "experts" not in values:
             return ModelSpec(name=name, **values)

@@ -1,13 +1,15 @@
 """The `cluster` section: the GPU (catalog name, custom mapping or a list), nodes, network,
 memory expansion and pricing; any value may be a choice."""
 
-from __future__ import annotations
+# Annotations evaluated as written (no `from __future__ import annotations`): pydantic would
+# otherwise compile and evaluate each field's annotation from its string when the class is
+# made, 4 ms of every start with the spec sections (issue 14).
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
-from cost import ClusterSpec, MixedCluster
+from cost import ClusterSpec
 
 from .catalog import gpu_catalog, unknown_name_message
 from .choices import Choice, Choosable, IntChoosable, IntRange, fixed
@@ -25,6 +27,9 @@ from .plausible import (
     ScaleUpBandwidth,
     ServerBandwidth,
 )
+
+if TYPE_CHECKING:
+    from cost import MixedCluster
 
 __all__ = ["MAX_POOLS", "ClusterSection", "Expansion", "GPUSection", "NodeFields", "PoolSection",
            "gpu_spec", "node_cluster"]
@@ -91,7 +96,7 @@ class PoolSection(NodeFields):
     nodes: IntChoosable[PoolCount] = 1
 
     @model_validator(mode="after")
-    def _node_fields(self) -> PoolSection:
+    def _node_fields(self) -> "PoolSection":
         check_node_fields(self)
         return self
 
@@ -113,7 +118,7 @@ class ClusterSection(NodeFields):
     inter_pool_latency: Seconds | None = None
 
     @model_validator(mode="after")
-    def _size(self) -> ClusterSection:
+    def _size(self) -> "ClusterSection":
         from .pools import check_pools_or_gpu
 
         check_pools_or_gpu(self)
@@ -126,7 +131,7 @@ class ClusterSection(NodeFields):
         check_node_fields(self)
         return self
 
-    def to_cluster_spec(self, precision: str) -> ClusterSpec | MixedCluster:
+    def to_cluster_spec(self, precision: str) -> "ClusterSpec | MixedCluster":
         """The cost model's cluster for a spec without choices (see StudySpec.to_cost_inputs):
         one GPU type, or pools of several (cost.pools.MixedCluster)."""
         if self.pools is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cost import ClusterSpec, MixedCluster
+from cost import ClusterSpec
 
 from .choices import Choice, IntRange, fixed
 from .errors import SpecError
@@ -18,6 +18,8 @@ from .fields import MAX_GPUS
 from .gpu import node_gpus
 
 if TYPE_CHECKING:
+    from cost import MixedCluster
+
     from .cluster import ClusterSection, PoolSection
 
 __all__ = ["POOL_KNOBS", "check_pools_or_gpu", "mixed_cluster", "pool_choices",
@@ -99,6 +101,8 @@ def _pool_cluster(section: ClusterSection, pool: PoolSection, i: int, precision:
 def mixed_cluster(section: ClusterSection, precision: str) -> MixedCluster:
     """The cost model's MixedCluster of a fixed pools section. The link between pools defaults
     to the slowest pool's NIC (pools on one fabric), its latency to the slowest pool's."""
+    from cost import MixedCluster  # cost.pools, imported by a pools section only
+
     pools = tuple(_pool_cluster(section, pool, i, precision)
                   for i, pool in enumerate(section.pools or ()))
     active = [c for c in pools if _number(c.nodes) > 0]

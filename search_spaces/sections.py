@@ -1,6 +1,8 @@
 """Spec sections that hold no choices: model, training, objective, constraints, search."""
 
-from __future__ import annotations
+# Annotations evaluated as written (no `from __future__ import annotations`): pydantic would
+# otherwise compile and evaluate each field's annotation from its string when the class is
+# made, 4 ms of every start with the spec sections (issue 14).
 
 import dataclasses
 from collections.abc import Collection
@@ -8,15 +10,15 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
-from cost import MLA, Efficiency, ModelSpec, TrainingSpec
+from cost import Efficiency, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
 from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
 from .headroom import Headroom
 
-if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers
-    from cost import LayersModel
+if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers or .mla
+    from cost import MLA, LayersModel
 
 __all__ = [
     "OBJECTIVES",
@@ -47,7 +49,9 @@ class MLASection(Frozen):
     qk_rope_head_dim: Size
     v_head_dim: Size
 
-    def to_mla(self) -> MLA:
+    def to_mla(self) -> "MLA":
+        from cost import MLA
+
         return MLA(**_fields(self))
 
 
@@ -111,7 +115,7 @@ class ModelSection(Frozen):
         return kind
 
     @model_validator(mode="after")
-    def _shape(self) -> ModelSection:
+    def _shape(self) -> "ModelSection":
         if self.head_dim is None and self.attention is None and self.hidden % self.heads:
             raise SpecError(f"hidden={self.hidden} is not a multiple of heads={self.heads}; "
                             "change one of them", field="heads")
@@ -191,7 +195,7 @@ class LayersSection(Frozen):
     kind: Literal["layers"]
     layers: Annotated[tuple[LayerEntry, ...], Field(min_length=1, max_length=100_000)]
 
-    def to_model_spec(self) -> LayersModel:
+    def to_model_spec(self) -> "LayersModel":
         from cost import Layer, LayersModel
 
         return LayersModel(name=self.name, layers=tuple(

@@ -1,10 +1,12 @@
 """A whole study spec (shared/SPEC.md): load it from YAML, ask whether it is fixed, and convert
 a fixed one into the cost model's frozen inputs."""
 
-from __future__ import annotations
+# Annotations evaluated as written (no `from __future__ import annotations`): pydantic would
+# otherwise compile and evaluate each field's annotation from its string when the class is
+# made, 4 ms of every start with the spec sections (issue 14).
 
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import (
     AfterValidator,
@@ -21,7 +23,6 @@ from cost import (
     ClusterSpec,
     Efficiency,
     InvalidPlanError,
-    MixedCluster,
     Plan,
     TrainingSpec,
     Workload,
@@ -49,9 +50,13 @@ from .sections import (
 )
 from .yaml_io import decode_text, load_yaml, read_text
 
+if TYPE_CHECKING:
+    from cost import MixedCluster
+
 __all__ = ["CostInputs", "StudySpec", "load_spec", "parse_spec"]
 
-CostInputs = tuple[Workload, ClusterSpec | MixedCluster, TrainingSpec, Plan]
+CostInputs = tuple[Workload, "ClusterSpec | MixedCluster", TrainingSpec, Plan]
+"""What a fixed spec evaluates (the cluster quoted: cost.pools is imported for pools only)."""
 
 
 def _model_kind(value: Any) -> str:

@@ -19,7 +19,7 @@ DIRECTIONS = {"throughput": "maximize", "time_to_train": "minimize", "cost": "mi
 _GIB = float(2**30)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scores:
     """Per plan: objective values (one column per objective) and constraint values (<= 0 is
     feasible: the fraction by which a limit is exceeded, so samplers learn how far off)."""
