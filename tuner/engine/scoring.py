@@ -68,10 +68,19 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
             constraints[name] = np.asarray(value, dtype=np.float64) / float(limit) - 1.0
     if limits.memory_headroom is not None:
         constraints["memory_headroom"] = headroom_excess(report, limits.memory_headroom)
-    constraints = {k: np.broadcast_to(np.nan_to_num(v, nan=np.inf, posinf=1e9), shape)
-                   for k, v in constraints.items()}
+    constraints = {k: np.broadcast_to(_finite(v), shape) for k, v in constraints.items()}
     columns = [np.broadcast_to(_objective(report, n), shape) for n in objectives]
     return Scores(objectives=np.stack(columns, axis=-1), constraints=constraints)
+
+
+def _finite(value: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """A constraint value with NaN (undefined: never feasible) made inf and inf made 1e9,
+    so that it orders; copied only where there is one (one pass to look, where
+    `np.nan_to_num` makes several)."""
+    value = np.asarray(value)
+    if np.isfinite(value).all():
+        return value
+    return np.nan_to_num(value, nan=np.inf, posinf=1e9)
 
 
 def headroom_excess(report: CostReport, headroom: str | float) -> NDArray[np.float64]:
