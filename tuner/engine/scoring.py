@@ -49,7 +49,7 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
     """Objective values in the objectives' own units (tokens/s, days, USD) and constraints:
     HBM and expansion use (always), and the spec's max_cost, max_days, max_gpus,
     max_hourly_cost and memory_headroom."""
-    shape = np.shape(report.step_time_s)
+    shape = report.step.shape  # the plans' shape: step_time_s's, without its sum
     memory = report.memory
     constraints = {
         "hbm": memory.total_bytes / report.hbm_usable_bytes - 1.0,
