@@ -49,11 +49,6 @@ class StepTime:
     def total_s(self) -> Array:
         return sum((getattr(self, f.name) for f in fields(self)), start=np.float64(0.0))
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """The shape of `total_s` (the terms' shapes broadcast), without adding the terms."""
-        return np.broadcast_shapes(*(np.shape(getattr(self, f.name)) for f in fields(self)))
-
     def as_dict(self, index: Any = ()) -> dict[str, float]:
         """{"compute": s, "recompute": s, ...} for one plan."""
         return {_strip(f.name, "_s"): pick(getattr(self, f.name), index) for f in fields(self)}

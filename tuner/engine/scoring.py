@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +11,7 @@ from cost import CostReport
 from search_spaces import Constraints, required_free_bytes
 from search_spaces.misses import nearest_index
 
-__all__ = ["DIRECTIONS", "Scores", "best_index", "score"]
+__all__ = ["DIRECTIONS", "Scores", "best_index", "plans_shape", "score"]
 
 DIRECTIONS = {"throughput": "maximize", "time_to_train": "minimize", "cost": "minimize"}
 """Each objective of shared/SPEC.md and the way Optuna should optimise it."""
@@ -49,7 +49,7 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
     """Objective values in the objectives' own units (tokens/s, days, USD) and constraints:
     HBM and expansion use (always), and the spec's max_cost, max_days, max_gpus,
     max_hourly_cost and memory_headroom."""
-    shape = report.step.shape  # the plans' shape: step_time_s's, without its sum
+    shape = plans_shape(report)
     memory = report.memory
     constraints = {
         "hbm": memory.total_bytes / report.hbm_usable_bytes - 1.0,
@@ -71,6 +71,14 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
     constraints = {k: np.broadcast_to(_finite(v), shape) for k, v in constraints.items()}
     columns = [np.broadcast_to(_objective(report, n), shape) for n in objectives]
     return Scores(objectives=np.stack(columns, axis=-1), constraints=constraints)
+
+
+def plans_shape(report: CostReport) -> tuple[int, ...]:
+    """The shape of the report's plans, `np.shape(report.step_time_s)`, without adding the
+    step-time terms of every plan: their shapes broadcast (StepTime.total_s adds every field of
+    StepTime). Here, not in `cost`, whose code is the cost model's version (studies.identity)."""
+    step = report.step
+    return np.broadcast_shapes(*(np.shape(getattr(step, f.name)) for f in fields(step)))
 
 
 def _finite(value: NDArray[np.float64] | float) -> NDArray[np.float64]:
