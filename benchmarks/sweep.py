@@ -138,6 +138,21 @@ def _print_phases(report: dict[str, Any]) -> None:
     print(f"    {wall:5.2f} s {cpu:5.2f} s  sum; end to end {report['end_to_end_seconds']:.2f} s "
           f"wall, {report['end_to_end_cpu_seconds']:.2f} s CPU (the sweep runs in a forked "
           "child beside the storage's imports and opening)")
+    print(_critical_path(parts))
+
+
+def _critical_path(parts: dict[str, dict[str, float]]) -> str:
+    """The end to end the phases predict with the fork: what comes before it, the longer of
+    the two sides (the child's sweep; the parent's imports of Optuna and SQLAlchemy and
+    opening), then the writing and leaving, in the parent."""
+    wall = {name: part["wall_s"] for name, part in parts.items()}
+    before = wall["interpreter"] + wall["imports"] + wall["spec"]
+    storage = wall["storage_imports"] + wall["storage_open"]
+    after = wall["writing"] + wall["leaving"]
+    longer = "the storage side" if storage >= wall["sweep"] else "the sweep"
+    return (f"    critical path {before + max(storage, wall['sweep']) + after:.2f} s: "
+            f"{before:.2f} s before the fork, then {longer} ({storage:.2f} s storage side "
+            f"beside {wall['sweep']:.2f} s sweep), then {after:.2f} s writing and leaving")
 
 
 def main(argv: list[str] | None = None) -> int:

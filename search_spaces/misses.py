@@ -48,10 +48,21 @@ def nearest(constraints: Mapping[str, Any], eligible: Any = True
     where none is eligible)."""
     over, rest = miss_key(constraints)
     shape = np.broadcast_shapes(np.shape(over), np.shape(rest), np.shape(eligible))
-    over = np.where(np.broadcast_to(eligible, shape), np.broadcast_to(over, shape), np.inf)
-    rest = np.where(np.isinf(over), np.inf, np.broadcast_to(rest, shape)).ravel()
-    i = int(np.lexsort((rest, over.ravel()))[0])
-    return i, (float(over.ravel()[i]), float(rest[i]))
+    over = np.where(np.broadcast_to(eligible, shape), np.broadcast_to(over, shape),
+                    np.inf).ravel()
+    rest = np.where(np.isinf(over), np.inf, np.broadcast_to(rest, shape).ravel())
+    i = _first_least(over, rest)
+    return i, (float(over[i]), float(rest[i]))
+
+
+def _first_least(first: NDArray[np.float64], second: NDArray[np.float64]) -> int:
+    """The index that `np.lexsort((second, first))` puts first (the least `first`, then the
+    least `second`, then the earliest), found with two minimum passes instead of a sort of
+    every plan; NaN, which a sort puts last and a minimum returns, is left to the sort."""
+    if np.isnan(first).any() or np.isnan(second).any():
+        return int(np.lexsort((second, first))[0])
+    ties = np.flatnonzero(first == first.min())
+    return int(ties[np.argmin(second[ties])])
 
 
 def nearest_index(constraints: Mapping[str, Any], eligible: Any = True) -> int:

@@ -45,9 +45,10 @@ def store_swept(study: optuna.Study, summary: Mapping[str, Any]) -> None:
 
 
 def swept(study: optuna.Study) -> dict[str, Any] | None:
-    """The stored exhaustive sweep of the study's problem, or None."""
-    mark = study.user_attrs.get(SWEPT_ATTR)
-    if isinstance(mark, dict) and mark.get("problem_digest") == \
-            study.user_attrs.get("problem_digest"):
+    """The stored exhaustive sweep of the study's problem, or None (one read of the study's
+    attributes: each `study.user_attrs` reads and copies them all)."""
+    attrs = study.user_attrs
+    mark = attrs.get(SWEPT_ATTR)
+    if isinstance(mark, dict) and mark.get("problem_digest") == attrs.get("problem_digest"):
         return mark
     return None

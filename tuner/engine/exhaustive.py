@@ -81,14 +81,15 @@ class _Best:
         self.keys = np.zeros((0, objectives))
         self.items: list[Any] = []
 
-    def candidates(self, keys: np.ndarray, feasible: np.ndarray) -> np.ndarray:
-        """Flat indices of the plans of a grid that may enter (keys: (n, objectives))."""
-        ok = feasible
+    def candidates(self, keys: np.ndarray) -> np.ndarray:
+        """Indices (rows of `keys`, (n, objectives): feasible plans in sweep order) of the
+        plans that may enter."""
         if self.two and len(self.keys):
-            ok = ok & ~_dominated(self.keys, keys)
+            idx = np.flatnonzero(~_dominated(self.keys, keys))
         elif not self.two and len(self.keys) >= TOP:
-            ok = ok & (keys[:, 0] < self.keys[-1, 0])
-        idx = np.flatnonzero(ok)
+            idx = np.flatnonzero(keys[:, 0] < self.keys[-1, 0])
+        else:
+            idx = np.arange(len(keys))
         if self.two:
             idx = idx[pareto_mask(keys[idx])]
         elif len(idx) > TOP:
@@ -112,9 +113,9 @@ def _items(part: ClusterGrid, report: Any, scores: Scores, objectives: np.ndarra
            idx: np.ndarray) -> list[Any]:
     """What a sweep keeps of the plans `idx` (flat indices) of one grid: the grid, the index,
     the objective values, the constraint values by name and the memory per GPU (bytes)."""
-    constraints = {k: v.ravel()[idx] for k, v in scores.constraints.items()}
-    memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[
-        np.unravel_index(idx, part.grid.shape)]
+    where = np.unravel_index(idx, part.grid.shape)  # read in place: no flattened copies
+    constraints = {k: v[where] for k, v in scores.constraints.items()}
+    memory = np.broadcast_to(report.memory.total_bytes, part.grid.shape)[where]
     return [(part, int(i), objectives[i], {k: float(v[n]) for k, v in constraints.items()},
              float(memory[n])) for n, i in enumerate(idx)]
 
@@ -135,6 +136,20 @@ class _Nearest:
         if valid[i] and key < self.key:
             self.key = key
             self.item = _items(part, report, scores, objectives, np.array([i]))[0]
+
+
+def _feasible(valid: np.ndarray, scores: Scores, shape: tuple[int, ...]
+              ) -> tuple[int, np.ndarray]:
+    """The count of valid plans of a grid and the flat indices (ascending) of its feasible
+    ones: valid, and every constraint value <= 0. One boolean array of the grid's shape is
+    narrowed in place, constraint by constraint."""
+    ok = np.array(np.broadcast_to(valid, shape), dtype=bool)  # a copy, contiguous
+    count = int(np.count_nonzero(ok))
+    below = np.empty(shape, dtype=bool)
+    for limit in scores.constraints.values():
+        np.less_equal(limit, 0, out=below)
+        ok &= below
+    return count, np.flatnonzero(ok)
 
 
 def _dominated(front: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -164,19 +179,16 @@ def sweep(space: Space, *, combinations: Iterable[Mapping[str, Any]] | None = No
         report = evaluate_grid(space.model, part.cluster, space.training, part.grid.plan(),
                                efficiency=space.efficiency)
         scores = score(report, space.spec.objective, space.spec.constraints)
-        ok = np.broadcast_to(report.valid, part.grid.shape).ravel()
-        valid = np.count_nonzero(ok)
-        for limit in scores.constraints.values():  # feasible: every constraint value <= 0
-            ok = ok & (limit <= 0).ravel()
-        evaluated += int(valid)
-        feasible += int(np.count_nonzero(ok))
+        valid, ok = _feasible(report.valid, scores, part.grid.shape)
+        evaluated += valid
+        feasible += len(ok)
         objectives = scores.objectives.reshape(-1, len(signs))
         if not feasible and valid:  # none feasible yet: keep the nearest miss
             nearest.consider(part, report, scores, objectives)
-        keys = objectives * signs
-        idx = best.candidates(keys, ok)
+        keys = objectives[ok] * signs  # the feasible plans' only: a fraction of the grid
+        idx = best.candidates(keys)
         if len(idx):
-            best.add(keys[idx], _items(part, report, scores, objectives, idx))
+            best.add(keys[idx], _items(part, report, scores, objectives, ok[idx]))
         if progress is not None:
             progress(part.grid.size)
     if not best.items and nearest.item is not None:

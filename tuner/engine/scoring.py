@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from numpy.typing import NDArray
@@ -11,7 +11,7 @@ from cost import CostReport
 from search_spaces import Constraints, required_free_bytes
 from search_spaces.misses import nearest_index
 
-__all__ = ["DIRECTIONS", "Scores", "best_index", "score"]
+__all__ = ["DIRECTIONS", "Scores", "best_index", "plans_shape", "score"]
 
 DIRECTIONS = {"throughput": "maximize", "time_to_train": "minimize", "cost": "minimize"}
 """Each objective of shared/SPEC.md and the way Optuna should optimise it."""
@@ -49,7 +49,7 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
     """Objective values in the objectives' own units (tokens/s, days, USD) and constraints:
     HBM and expansion use (always), and the spec's max_cost, max_days, max_gpus,
     max_hourly_cost and memory_headroom."""
-    shape = np.shape(report.step_time_s)
+    shape = plans_shape(report)
     memory = report.memory
     constraints = {
         "hbm": memory.total_bytes / report.hbm_usable_bytes - 1.0,
@@ -68,10 +68,27 @@ def score(report: CostReport, objectives: tuple[str, ...], limits: Constraints) 
             constraints[name] = np.asarray(value, dtype=np.float64) / float(limit) - 1.0
     if limits.memory_headroom is not None:
         constraints["memory_headroom"] = headroom_excess(report, limits.memory_headroom)
-    constraints = {k: np.broadcast_to(np.nan_to_num(v, nan=np.inf, posinf=1e9), shape)
-                   for k, v in constraints.items()}
+    constraints = {k: np.broadcast_to(_finite(v), shape) for k, v in constraints.items()}
     columns = [np.broadcast_to(_objective(report, n), shape) for n in objectives]
     return Scores(objectives=np.stack(columns, axis=-1), constraints=constraints)
+
+
+def plans_shape(report: CostReport) -> tuple[int, ...]:
+    """The shape of the report's plans, `np.shape(report.step_time_s)`, without adding the
+    step-time terms of every plan: their shapes broadcast (StepTime.total_s adds every field of
+    StepTime). Here, not in `cost`, whose code is the cost model's version (studies.identity)."""
+    step = report.step
+    return np.broadcast_shapes(*(np.shape(getattr(step, f.name)) for f in fields(step)))
+
+
+def _finite(value: NDArray[np.float64] | float) -> NDArray[np.float64]:
+    """A constraint value with NaN (undefined: never feasible) made inf and inf made 1e9,
+    so that it orders; copied only where there is one (one pass to look, where
+    `np.nan_to_num` makes several)."""
+    value = np.asarray(value)
+    if np.isfinite(value).all():
+        return value
+    return np.nan_to_num(value, nan=np.inf, posinf=1e9)
 
 
 def headroom_excess(report: CostReport, headroom: str | float) -> NDArray[np.float64]:
