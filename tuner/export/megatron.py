@@ -18,7 +18,7 @@ import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
-from .launch import LaunchPlan, ep_overlap_notes
+from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .megatron_model import architecture
 from .pools import end_split, pool_notes
 
@@ -76,7 +76,8 @@ def layer_pattern(m: Any) -> str:
 def _experts(lp: LaunchPlan) -> list[str]:
     """A mixture of experts: the experts, their router and widths, the layers that have them,
     grouped GEMMs, the token dispatcher the model assumed (DeepEP's deduplicating dispatch,
-    `stack.ep_dedup`, or NCCL all-to-alls) and the all-to-all overlap (`stack.ep_overlap`)."""
+    `stack.ep_dedup`, where it runs on the GPU: LaunchPlan.deepep; or NCCL all-to-alls) and
+    the all-to-all overlap (`stack.ep_overlap`)."""
     if lp.model.kind != "moe":
         return []
     m = cast("MoEModelSpec", lp.model)
@@ -91,7 +92,7 @@ def _experts(lp: LaunchPlan) -> list[str]:
                 "--moe-router-group-topk", str(m.group_top_k)]
     if m.mtp_layers:
         out += ["--mtp-num-layers", str(m.mtp_layers)]
-    out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.ep_dedup
+    out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.deepep
             else ["--moe-token-dispatcher-type", "alltoall"])
     if lp.ep_overlap and lp.ep_overlap_blocked is None:
         out.append("--overlap-moe-expert-parallel-comm")
@@ -166,7 +167,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
     notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
-    notes += ep_overlap_notes(lp)
+    notes += ep_overlap_notes(lp) + deepep_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp
     # (arguments.py, validate_args)
