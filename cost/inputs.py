@@ -51,6 +51,7 @@ class GPUSpec:
     layers_fraction: float | None = None  # the same for a layers model's convolutions, if known
     l2_cache_bytes: float | None = None  # the L2 cache, if cited
     flops_per_exponential: float | None = None  # bf16 tensor FLOPs per exponential, if cited
+    compute_capability: float | None = None  # CUDA compute capability (9.0: Hopper), if cited
     sources: dict[str, str] = field(default_factory=dict)
 
     def peak_for(self, precision: str) -> float:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .collectives import all_gather_s, all_to_all_s, domain_members, group_link, inside_domain
+from .deepep import internode_dedup_runs
 from .degrees import Degrees
 from .efficiency import Efficiency
 from .errors import named
@@ -108,8 +109,8 @@ def dispatch_bytes(model: MoEModelSpec, cluster: ClusterSpec, d: Degrees, *, tok
     ranks (spaced etp apart): (ep - 1)/ep of the copies leave the rank, the share in other
     scale-up domains over the NIC. With deduplication (eff.ep_dedup: DeepEP, HybridEP) a token
     crosses once to each remote domain holding one of its experts and NVLink fans it out
-    there. A copy is hidden·act_bytes; the busiest rank carries expert_imbalance times the
-    mean."""
+    there, on GPUs whose DeepEP runs internode (cost.deepep: SM90 and newer). A copy is
+    hidden·act_bytes; the busiest rank carries expert_imbalance times the mean."""
     n = d.ep
     local_members = domain_members(cluster, stride=d.etp, size=n)
     domains = n / local_members
@@ -119,7 +120,7 @@ def dispatch_bytes(model: MoEModelSpec, cluster: ClusterSpec, d: Degrees, *, tok
     plain_local = copies * (local_members - 1.0) / n
     hit_domains = (domains - 1.0) * (1.0 - _domain_miss(model, domains))
     spans = domains > 1.0
-    dedup = eff.ep_dedup & spans
+    dedup = eff.ep_dedup & spans & internode_dedup_runs(cluster.gpu.compute_capability)
     return DispatchBytes(
         remote_bytes=np.where(dedup, tokens * copy * hit_domains, plain_remote),
         local_bytes=np.where(dedup, copies * (local_members - 1.0) / local_members,

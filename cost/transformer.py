@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .layer_costs import LayerCosts
     from .mla import MLA
 
-__all__ = ["ModelSpec", "embedding_and_loss_split"]
+__all__ = ["ModelSpec", "architecture_defaults", "embedding_and_loss_split"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +47,14 @@ class ModelSpec:
     dropout: bool = True  # hidden and attention dropout (GPT, Megatron's default); Llama: none
     head_dim: int = 0  # 0: hidden / heads (Qwen3 and GPT-OSS give their own)
     attention: MLA | None = None  # None: (grouped-query) multi-head attention
+    # The architecture a launch builds and no cost term reads (tuner.export writes them as
+    # Megatron-LM flags); "" / None: the family's default, architecture_defaults.
+    normalization: str = ""  # layernorm | rmsnorm
+    linear_bias: bool | None = None  # every dense linear layer adds a bias
+    position_embedding: str = ""  # learned (absolute) | rope | alibi
+    rotary_base: int = 0  # RoPE's base (theta); 0: 10000; none without rope
+    qk_norm: bool = False  # queries and keys normalised per head before attention (Qwen3)
+    norm_epsilon: float = 1e-5  # the norms' epsilon
 
     kind: ClassVar[str] = "transformer"
     unit: ClassVar[str] = "tokens"
@@ -60,6 +68,8 @@ class ModelSpec:
             object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
         if self.head_dim == 0:
             object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        for name, value in architecture_defaults(self).items():
+            object.__setattr__(self, name, value)
 
     def parameters(self) -> int:
         """Every parameter (cost.flops.parameter_count)."""
@@ -111,6 +121,30 @@ class ModelSpec:
         parameter, as Megatron-LM and DeepSpeed save them."""
         sizes = element_bytes(training.precision)
         return float(parameter_count(self)) * (sizes["weight"] + sizes["optimizer"])
+
+
+def architecture_defaults(model: ModelSpec) -> dict[str, object]:
+    """The architecture fields a model leaves open, from its family: a gated (SwiGLU) MLP
+    goes with RMSNorm, no biases and rotary position embeddings (Llama, Touvron et al. 2023
+    sec. 2.2; Mistral, Qwen, DeepSeek); otherwise the GPT-2/3 layout of LayerNorm, biases and
+    learned absolute positions (Radford et al. 2019 sec. 2.3, Brown et al. 2020 sec. 2.1),
+    which are also Megatron-LM's defaults (arguments.py at core_v0.15.0: --normalization
+    LayerNorm, add_bias_linear, --position-embedding-type learned_absolute). RoPE's base is
+    10000 (Su et al. 2021 sec. 3.2.2; Megatron-LM's --rotary-base default) unless given, and
+    none (0) without rotary positions."""
+    llama = model.gated_mlp
+    out: dict[str, object] = {}
+    if not model.normalization:
+        out["normalization"] = "rmsnorm" if llama else "layernorm"
+    if model.linear_bias is None:
+        out["linear_bias"] = not llama
+    position = model.position_embedding or ("rope" if llama or model.attention else "learned")
+    out["position_embedding"] = position
+    if position != "rope":
+        out["rotary_base"] = 0
+    elif model.rotary_base == 0:
+        out["rotary_base"] = 10000
+    return out
 
 
 def embedding_and_loss_split(layers: int, pp: Value, vs: Value) -> Array:

@@ -56,7 +56,8 @@ _MODEL_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "
                "gated_mlp", "tied_embeddings", "dropout", "head_dim", "attention", "experts",
                "top_k", "expert_ffn_hidden", "shared_experts", "dense_layers",
                "moe_layer_freq", "mtp_layers", "expert_groups", "group_top_k", "expert_bias",
-               "expert_clamp")
+               "expert_clamp", "normalization", "linear_bias", "position_embedding",
+               "rotary_base", "qk_norm", "norm_epsilon")
 
 
 _T = TypeVar("_T")

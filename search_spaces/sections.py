@@ -104,6 +104,16 @@ class ModelSection(Frozen):
     """Both expert GEMMs add a bias (GPT-OSS's mlp1_bias and mlp2_bias)."""
     expert_clamp: bool = Field(default=False, strict=True)
     """The experts' gated activation clamps its two halves (GPT-OSS's swiglu, limit 7.0)."""
+    normalization: Literal["layernorm", "rmsnorm"] | None = None
+    linear_bias: bool | None = Field(default=None, strict=True)
+    position_embedding: Literal["learned", "rope", "alibi"] | None = None
+    rotary_base: Annotated[int, Field(strict=True, ge=0, le=10**12)] | None = None
+    qk_norm: bool = Field(default=False, strict=True)
+    norm_epsilon: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = 1e-5
+    """The architecture a launch builds and the cost model does not read (README, model
+    fields): left out, the family's (cost.transformer.architecture_defaults: a gated MLP
+    has RMSNorm, no biases and RoPE of base 10000; otherwise GPT-3's LayerNorm, biases and
+    learned positions)."""
 
     @field_validator("kind")
     @classmethod
@@ -123,7 +133,21 @@ class ModelSection(Frozen):
             raise SpecError(f"kv_heads={self.kv_heads} does not divide heads={self.heads}; "
                             "choose a divisor", field="kv_heads")
         self._experts()
+        self._architecture()
         return self
+
+    def _architecture(self) -> None:
+        """Latent attention has one key and value head per query head (expanded from its
+        latent; DeepSeek-V3 inference/model.py, MLA) and carries RoPE in its
+        qk_rope_head_dim."""
+        if self.attention is not None and self.kv_heads not in (None, self.heads):
+            raise SpecError(f"kv_heads={self.kv_heads} with multi-head latent attention "
+                            "(attention.kind: mla), which has no key/value groups; leave "
+                            f"kv_heads out or set it to heads={self.heads}", field="kv_heads")
+        if self.attention is not None and self.position_embedding not in (None, "rope"):
+            raise SpecError(f"position_embedding={self.position_embedding} with multi-head "
+                            "latent attention, whose qk_rope_head_dim is rotary; leave it out "
+                            "or set rope", field="position_embedding")
 
     def _experts(self) -> None:
         """A mixture of experts names its experts, top_k and expert width; a dense model
@@ -169,6 +193,9 @@ class ModelSection(Frozen):
         values["ffn_hidden"] = self.ffn_hidden or 0
         values["head_dim"] = self.head_dim or 0
         values["attention"] = self.attention.to_mla() if self.attention else None
+        values["normalization"] = self.normalization or ""
+        values["position_embedding"] = self.position_embedding or ""
+        values["rotary_base"] = self.rotary_base or 0
         if self.experts is None:
             return ModelSpec(**values)
         from cost import MoEModelSpec

@@ -29,6 +29,7 @@ from cost import (
     check_plan,
     precision_violation,
 )
+from cost.deepep import internode_dedup_runs
 
 from .calibration import load_profile
 from .checks import price_problems, token_problems
@@ -206,7 +207,8 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
         spec = StudySpec.model_validate({"name": name, **data})
     except ValidationError as err:
         raise from_validation_error(err, file=file, sections=SECTIONS) from err
-    problems = [*_precision_problems(spec), *price_problems(spec), *token_problems(spec)]
+    problems = [*_precision_problems(spec), *price_problems(spec), *token_problems(spec),
+                *_dedup_problems(spec)]
     if problems:
         raise one_or_many([p.with_file(file) for p in problems])
     spec._file = file
@@ -239,3 +241,24 @@ def _precision_problems(spec: StudySpec) -> list[SpecError]:
         if problem:
             out.append(SpecError(f"{problem} or another GPU", field="training.precision"))
     return out
+
+
+def _dedup_problems(spec: StudySpec) -> list[SpecError]:
+    """A mixture of experts whose stack states ep_dedup (DeepEP's internode dispatch) on a GPU
+    it does not run on (cost.deepep: SM90 and newer), any GPU of the cluster, its pools or
+    their choices. Left out, the model counts NCCL's all-to-all on such a GPU."""
+    if spec.stack.ep_dedup is not True or getattr(spec.model, "experts", None) is None:
+        return []
+    values = [spec.cluster.gpu] + [p.gpu for p in spec.cluster.pools or ()]
+    gpus: list[Any] = [v for value in values if value is not None
+                       for v in (value.values() if is_choice(value) else (value,))]  # type: ignore[union-attr]
+    for gpu in gpus:
+        found = gpu_spec(gpu, spec.training.precision)
+        if not internode_dedup_runs(found.compute_capability):
+            sm = f"SM{(found.compute_capability or 0) * 10:g}"
+            return [SpecError(
+                f"true needs DeepEP's internode dispatch, which runs on SM90 (Hopper) "
+                f"and newer GPUs; {found.name} is {sm}; leave ep_dedup out (the model then "
+                "counts NCCL's all-to-all on it) or choose another GPU",
+                field="stack.ep_dedup")]
+    return []

@@ -87,7 +87,9 @@ def test_cli_writes_a_profile_that_specs_apply(tmp_path: Path) -> None:
     ("spec,measured_step_time_s\nmissing.yaml,1.0\n", "missing.yaml"),
     ("spec,measured_step_time_s\n,1.0\n", "spec"),
     ("spec,measured_step_time_s\nx.yaml,-3\n", "measured_step_time_s"),
-    ("spec\n", "no measurements"),
+    ("spec,measured_step_time_s\n", "no measurements"),
+    ("spec\n", "no column measured_step_time_s in the header (its columns are spec)"),
+    ("", "no column spec in the header (it has no header line)"),
 ])
 def test_bad_measurements_exit_2_with_one_line(tmp_path: Path, content: str, words: str) -> None:
     csv_path = tmp_path / "bad.csv"
@@ -262,3 +264,17 @@ def test_one_run_is_counted_in_the_singular(tmp_path: Path) -> None:
     assert "  fit         1 run:  mean |error|" in result.output
     assert "  held_out    2 runs: mean |error|" in result.output
     assert "1 run fitted, 2 runs held out (seed 0)" in out.read_text()
+
+
+def test_a_missing_column_is_named_not_blamed_on_a_row(tmp_path: Path) -> None:
+    """A CSV whose header lacks measured_step_time_s (here misspelt) names the file and the
+    column, not "row 2" (shared/SPEC.md `tuner calibrate`: columns spec and
+    measured_step_time_s)."""
+    csv_path = tmp_path / "runs.csv"
+    csv_path.write_text("spec,step_time_s\nx.yaml,1.0\n")
+    result = CliRunner().invoke(main, ["calibrate", str(csv_path), "--out",
+                                       str(tmp_path / "p.yaml")])
+    assert result.exit_code == 2
+    line = result.output.strip()
+    assert str(csv_path) in line and "measured_step_time_s" in line and "row" not in line
+    assert "spec, step_time_s" in line and len(line.splitlines()) == 1

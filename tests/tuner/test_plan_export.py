@@ -57,6 +57,12 @@ MEGATRON_FLAGS = {
     "--qk-pos-emb-head-dim", "--v-head-dim",
     # experts without biases (_add_network_size_args: dest add_bias_linear, default on)
     "--disable-bias-linear",
+    # the architecture (tuner/export/megatron_model.py): _add_network_size_args (lines
+    # 1588-1631: --position-embedding-type, --rotary-base, --normalization, --norm-epsilon),
+    # _add_regularization_args (1876-1878: --attention-dropout, --hidden-dropout), and
+    # --qk-layernorm (3023)
+    "--position-embedding-type", "--rotary-base", "--normalization", "--norm-epsilon",
+    "--attention-dropout", "--hidden-dropout", "--qk-layernorm",
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     "--nnodes", "--nproc-per-node",
 }
@@ -68,7 +74,10 @@ MEGATRON_CHOICES = {"--recompute-granularity": {"full", "selective"},
                                       "fsdp_dtensor"},
                     "--fp8-format": {"e4m3", "hybrid"},
                     "--fp8-recipe": {"tensorwise", "delayed", "mxfp8", "blockwise"},
-                    "--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"}}
+                    "--moe-token-dispatcher-type": {"allgather", "alltoall", "flex"},
+                    "--normalization": {"LayerNorm", "RMSNorm"},
+                    "--position-embedding-type": {"learned_absolute", "rope", "mrope",
+                                                  "relative", "none"}}
 
 NEMO_ATTRIBUTES = {
     # NeMo v2.4.0, commit 2381f42f6979449b5b99538f8f80135831009b51: nl.Trainer (num_nodes,

@@ -16,7 +16,7 @@ import csv
 import functools
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,9 @@ def read_measurements(path: str | Path) -> list[Measurement]:
     """The rows of a measurements CSV; SpecError names the file, row and column."""
     path = Path(path)
     file = str(path)
-    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    _check_header(reader.fieldnames, file=file)
+    rows = list(reader)
     out = []
     for i, row in enumerate(rows, start=2):
         for column in ("spec", "measured_step_time_s"):
@@ -88,6 +90,19 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         raise SpecError("no measurements; add rows with spec and measured_step_time_s",
                         file=file)
     return out
+
+
+def _check_header(columns: Sequence[str] | None, *, file: str) -> None:
+    """The CSV's first line names both columns (shared/SPEC.md `tuner calibrate`); else
+    SpecError naming the missing column and the columns found, so a missing or misspelt
+    column is not blamed on the first row."""
+    found = list(columns or ())
+    for column in ("spec", "measured_step_time_s"):
+        if column not in found:
+            have = f"its columns are {', '.join(found)}" if found else "it has no header line"
+            raise SpecError(f"no column {column} in the header ({have}); the first line names "
+                            "the columns spec and measured_step_time_s", file=file,
+                            field=column)
 
 
 def errors(rows: list[Measurement], efficiency: Efficiency) -> np.ndarray:

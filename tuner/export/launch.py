@@ -5,8 +5,12 @@ size, the batch, the precision and the software features the model assumed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from cost import PlanRecord, PlanResult, Recompute
+from cost.deepep import deepep_refusal
 from cost.moe_time import overlap_refusal
 from cost.transformer import ModelSpec, embedding_and_loss_split
 
@@ -14,7 +18,8 @@ from ..engine.trial_spec import ChosenPlan
 from ..errors import TunerError
 from .pools import PoolPart, pool_parts, stage_layers
 
-__all__ = ["DEGREES", "LaunchPlan", "ep_overlap_notes", "launch_plan", "pipeline_layout"]
+__all__ = ["DEGREES", "LaunchPlan", "deepep_notes", "ep_overlap_notes", "launch_plan",
+           "pipeline_layout"]
 
 DEGREES = ("tp", "pp", "cp", "ep", "etp")
 """Parallel degrees a framework sets explicitly, in this order (dp follows from the GPUs);
@@ -46,6 +51,27 @@ class LaunchPlan:
     fp8_recipe: str = "delayed"  # how fp8 GEMM inputs are scaled (stack.fp8_recipe)
     pools: tuple[PoolPart, ...] = ()  # GPUs of several types: the pools the plan uses
     stage_split: list[int] | None = None  # layers per stage of a pipeline across pools
+    gpu_name: str = ""  # the GPU the dispatch runs on (the oldest of the pools')
+    compute_capability: float | None = None  # its CUDA compute capability, if stated
+    scale_up_domain: int = 8  # GPUs of its NVLink domain
+
+    @property
+    def deepep_blocked(self) -> str | None:
+        """Why DeepEP cannot dispatch this plan's tokens on its GPU (cost.deepep: SM80 inside
+        an NVLink domain, SM90 across domains), where the stack assumed it (ep_dedup); else
+        None. The expert-parallel group's ranks are etp apart (cost.collectives.domain_members:
+        it spans domains where fewer than ep of them fit in one)."""
+        if not self.ep_dedup or self.model.kind != "moe":
+            return None
+        ep, etp = int(getattr(self.plan, "ep", 1)), int(getattr(self.plan, "etp", 1))
+        spans = min(max(self.scale_up_domain // max(etp, 1), 1), ep) < ep
+        return deepep_refusal(self.compute_capability, gpu=self.gpu_name, spans=spans)
+
+    @property
+    def deepep(self) -> bool:
+        """Whether the launch dispatches through DeepEP (the flex dispatcher): the stack
+        assumed it and it runs on this GPU for this plan."""
+        return self.ep_dedup and self.deepep_blocked is None
 
     @property
     def core_fp8_recipe(self) -> str:
@@ -134,6 +160,18 @@ def ep_overlap_notes(lp: LaunchPlan) -> list[str]:
             f"refuses it for this plan ({why}); {effect}"]
 
 
+def deepep_notes(lp: LaunchPlan) -> list[str]:
+    """A note where the stack assumed DeepEP but it cannot run this plan on its GPU
+    (LaunchPlan.deepep_blocked): NCCL's all-to-all is written instead, as the cost model
+    counted there (no deduplication off SM90; cost.moe_time.dispatch_bytes)."""
+    why = lp.deepep_blocked
+    if why is None:
+        return []
+    return [f"token dispatch: {why} (DeepEP v1.2.1 README, Requirements), so NCCL's "
+            "all-to-all is set instead of DeepEP; the predicted step time counted no "
+            "deduplication there"]
+
+
 def pipeline_layout(layers: int, pp: int, vs: int, *, mtp: int = 0) -> str:
     """Megatron Core's pipeline layout string (Megatron-LM --pipeline-model-parallel-layout,
     TransformerConfig.pipeline_model_parallel_layout; core_v0.15.0
@@ -183,4 +221,19 @@ def launch_plan(chosen: ChosenPlan) -> LaunchPlan:
         ep_dedup=efficiency.ep_dedup, ep_overlap=efficiency.ep_overlap > 0,
         ep_overlap_schedule=efficiency.ep_overlap_schedule,
         fp8_recipe=efficiency.fp8_recipe, pools=parts,
-        stage_split=stage_layers(parts, int(getattr(model, "layers", 0))))
+        stage_split=stage_layers(parts, int(getattr(model, "layers", 0))),
+        **_dispatch_gpu(chosen, parts))
+
+
+def _dispatch_gpu(chosen: ChosenPlan, parts: tuple[PoolPart, ...]) -> dict[str, Any]:
+    """The GPU DeepEP would run on (LaunchPlan.deepep_blocked): the cluster's, or of the pools
+    the plan uses the one of the lowest compute capability (its NVLink domain the smallest)."""
+    _, cluster, _, _ = chosen.spec.to_cost_inputs(check=False)
+    names = {p.gpu for p in parts}
+    used = [c for c in getattr(cluster, "pools", [cluster])
+            if not names or c.gpu.name in names]
+    if not used:
+        return {}
+    oldest = min(used, key=lambda c: c.gpu.compute_capability or 99.0)
+    return {"gpu_name": oldest.gpu.name, "compute_capability": oldest.gpu.compute_capability,
+            "scale_up_domain": int(min(float(np.min(c.scale_up_domain_gpus)) for c in used))}

@@ -18,7 +18,8 @@ import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
-from .launch import LaunchPlan, ep_overlap_notes
+from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
+from .megatron_model import architecture
 from .pools import end_split, pool_notes
 
 if TYPE_CHECKING:
@@ -38,20 +39,18 @@ MXFP8BlockScaling and Float8BlockScaling default to (and Megatron-LM's own MXFP8
 writes); per-tensor scaling with E4M3 forward and E5M2 gradients, hybrid, otherwise."""
 
 
-def _model(lp: LaunchPlan) -> list[str]:
+def _model(lp: LaunchPlan, notes: list[str]) -> list[str]:
+    """The model's shape, its architecture (tuner.export.megatron_model), latent attention
+    and experts."""
     m = lp.model
     out = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden),
            "--ffn-hidden-size", str(m.ffn_hidden), "--num-attention-heads", str(m.heads),
            "--seq-length", str(m.seq_len), "--max-position-embeddings", str(m.seq_len)]
     if m.head_dim != m.hidden // m.heads:
         out += ["--kv-channels", str(m.head_dim)]
-    if m.kv_heads != m.heads:
-        out += ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
-    if m.gated_mlp:
-        out.append("--swiglu")
-    if not m.tied_embeddings:
-        out.append("--untie-embeddings-and-output-weights")
-    return out + _latent_attention(m) + _experts(lp)
+    built, said = architecture(lp)
+    notes += said
+    return out + built + _latent_attention(m) + _experts(lp)
 
 
 def _latent_attention(m: Any) -> list[str]:
@@ -77,14 +76,13 @@ def layer_pattern(m: Any) -> str:
 def _experts(lp: LaunchPlan) -> list[str]:
     """A mixture of experts: the experts, their router and widths, the layers that have them,
     grouped GEMMs, the token dispatcher the model assumed (DeepEP's deduplicating dispatch,
-    `stack.ep_dedup`, or NCCL all-to-alls) and the all-to-all overlap (`stack.ep_overlap`)."""
+    `stack.ep_dedup`, where it runs on the GPU: LaunchPlan.deepep; or NCCL all-to-alls) and
+    the all-to-all overlap (`stack.ep_overlap`)."""
     if lp.model.kind != "moe":
         return []
     m = cast("MoEModelSpec", lp.model)
     out = ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k),
            "--moe-ffn-hidden-size", str(m.expert_ffn_hidden), "--moe-grouped-gemm"]
-    if not m.expert_bias:  # Megatron-LM adds biases to every linear layer unless told not to
-        out.append("--disable-bias-linear")
     if m.shared_experts:
         out += ["--moe-shared-expert-intermediate-size", str(m.shared_ffn_hidden)]
     if m.dense_layers or m.moe_layer_freq != 1:
@@ -94,7 +92,7 @@ def _experts(lp: LaunchPlan) -> list[str]:
                 "--moe-router-group-topk", str(m.group_top_k)]
     if m.mtp_layers:
         out += ["--mtp-num-layers", str(m.mtp_layers)]
-    out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.ep_dedup
+    out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.deepep
             else ["--moe-token-dispatcher-type", "alltoall"])
     if lp.ep_overlap and lp.ep_overlap_blocked is None:
         out.append("--overlap-moe-expert-parallel-comm")
@@ -169,7 +167,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
     notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
-    notes += ep_overlap_notes(lp)
+    notes += ep_overlap_notes(lp) + deepep_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp
     # (arguments.py, validate_args)
@@ -181,7 +179,7 @@ def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
         out.append("--sequence-parallel")
     out += ["--micro-batch-size", str(p.micro_batch), "--global-batch-size",
             str(lp.global_batch)]
-    out += _memory(lp, notes) + _overlap(lp, notes) + _model(lp) + _PRECISION[lp.precision]
+    out += _memory(lp, notes) + _overlap(lp, notes) + _model(lp, notes) + _PRECISION[lp.precision]
     if lp.precision == "fp8":
         recipe = lp.core_fp8_recipe
         out += ["--fp8-format", _FP8_FORMATS.get(recipe, "hybrid"), "--fp8-recipe", recipe]

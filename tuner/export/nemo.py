@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .launch import LaunchPlan, ep_overlap_notes
+from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
@@ -66,7 +66,8 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
 
 def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
-    notes = pool_notes(lp.pools, "NeMo", lp.stage_split) + ep_overlap_notes(lp)
+    notes = pool_notes(lp.pools, "NeMo", lp.stage_split) + ep_overlap_notes(lp) + \
+        deepep_notes(lp)
     p = lp.plan
     out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),
                                   ("recipe.trainer.devices", lp.gpus_per_node)]
@@ -115,8 +116,8 @@ def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
     if lp.model.kind != "moe":
         return []
     config = "recipe.model.config."
-    return [(config + "moe_token_dispatcher_type", "flex" if lp.ep_dedup else "alltoall"),
-            (config + "moe_enable_deepep", lp.ep_dedup),
+    return [(config + "moe_token_dispatcher_type", "flex" if lp.deepep else "alltoall"),
+            (config + "moe_enable_deepep", lp.deepep),
             (config + "overlap_moe_expert_parallel_comm",
              lp.ep_overlap and lp.ep_overlap_blocked is None)]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .launch import LaunchPlan
+from .launch import LaunchPlan, deepep_notes
 from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_KEYS", "layers_per_stage", "render", "sections"]
@@ -64,7 +64,7 @@ def _dispatch(lp: LaunchPlan) -> dict[str, Any]:
     (expert_parallel_comm_backend, torchtitan v0.2.2 Parallelism: standard | deepep)."""
     if lp.model.kind != "moe" or lp.plan.ep == 1:
         return {}
-    return {"expert_parallel_comm_backend": "deepep" if lp.ep_dedup else "standard"}
+    return {"expert_parallel_comm_backend": "deepep" if lp.deepep else "standard"}
 
 
 def _expert_tensor_note(lp: LaunchPlan) -> list[str]:
@@ -128,7 +128,8 @@ def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
 
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
-    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split) + _expert_tensor_note(lp)
+    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split) + _expert_tensor_note(lp) + \
+        deepep_notes(lp)
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
     training: dict[str, Any] = {"local_batch_size": per_rank,
