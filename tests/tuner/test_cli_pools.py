@@ -55,3 +55,25 @@ def test_a_list_of_clusters_is_refused_in_one_line(tmp_path: Path) -> None:
     line = result.output.strip()
     assert (len(line.splitlines()) == 1 and "cluster.pools" not in line) or "pools:" in line
     assert "ClusterSection" not in line
+
+
+def test_explain_labels_each_pools_what_ifs(tmp_path: Path) -> None:
+    """The what-ifs double every pool's NIC and HBM bandwidth; their labels give each pool's
+    figures (an A100's 2.04 TB/s is not the H200's), and the link between pools."""
+    from search_spaces.catalog import gpu_catalog
+
+    path = write(tmp_path, SPEC)
+    out = json.loads(CliRunner().invoke(main, ["explain", path, "--json"]).output)
+    hbm = out["what_if"]["hbm_bandwidth_x2"]["pools"]
+    assert [p["name"] for p in hbm] == ["owned", "rented"]
+    for p, gpu in zip(hbm, ("a100-80gb", "h200"), strict=True):
+        assert p["from_bytes_per_s"] == gpu_catalog()[gpu].hbm_bandwidth_bytes_per_s
+        assert p["to_bytes_per_s"] == 2 * p["from_bytes_per_s"]
+    nic = out["what_if"]["scale_out_bandwidth_x2"]
+    assert [p["from_bytes_per_s"] for p in nic["pools"]] == [
+        pool["scale_out_bandwidth_bytes_per_s"] for pool in out["cluster"]["pools"]]
+    assert nic["inter_pool_from_bytes_per_s"] == 25e9  # 200 Gbit/s
+    text = CliRunner().invoke(main, ["explain", path]).output
+    h200 = gpu_catalog()["h200"].hbm_bandwidth_bytes_per_s / 1e12
+    assert f"rented {h200:.2f} -> {2 * h200:.2f}" in text
+    assert "between pools 25 -> 50 GB/s per GPU" in text

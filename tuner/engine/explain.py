@@ -166,10 +166,27 @@ def _change(before: float, after: float) -> float:
     return after / before - 1.0 if before > 0 else 0.0
 
 
+def _pool_figures(cluster: AnyCluster) -> dict[str, Any]:
+    """On a cluster of several GPU types, what each what-if doubles, per pool in use (SI):
+    {"pools": [{"name", "scale_out_bytes_per_s", "hbm_bandwidth_bytes_per_s"}, ...],
+    "inter_pool_bytes_per_s"}; {} on one GPU type."""
+    if not isinstance(cluster, MixedCluster):
+        return {}
+    pools = [{"name": cluster.names[i] or cluster.pools[i].gpu.name,
+              "scale_out_bytes_per_s": float(np.ravel(np.asarray(
+                  cluster.pools[i].scale_out_bandwidth_bytes_per_s))[0]),
+              "hbm_bandwidth_bytes_per_s": float(cluster.pools[i].gpu.hbm_bandwidth_bytes_per_s)}
+             for i in cluster.used]
+    return {"pools": pools,
+            "inter_pool_bytes_per_s": float(cluster.inter_pool_bandwidth_bytes_per_s)}
+
+
 def _bandwidth_what_ifs(inputs: tuple[Any, AnyCluster, Any, Plan], step_s: float,
                         efficiency: Efficiency) -> dict[str, Any]:
     """2x the scale-out bandwidth (of every pool and between pools), 2x the HBM bandwidth
-    (of every GPU); the figures shown are the first used pool's."""
+    (of every GPU). `from_bytes_per_s`/`to_bytes_per_s` are the first used pool's; on a
+    cluster of several GPU types, `pools` (and `inter_pool_from_bytes_per_s` for the
+    scale-out) give each used pool's, which is what the text shows."""
     model, cluster, training, plan = inputs
     first = _first(cluster)
     out_bw = float(np.ravel(np.asarray(first.scale_out_bandwidth_bytes_per_s))[0])
@@ -183,10 +200,26 @@ def _bandwidth_what_ifs(inputs: tuple[Any, AnyCluster, Any, Plan], step_s: float
     hbm_s = _step_s((model, faster, training, plan), efficiency)
     return {
         "scale_out_bandwidth_x2": {"from_bytes_per_s": out_bw, "to_bytes_per_s": 2 * out_bw,
-                                   "step_time_s": out_s, "change": _change(step_s, out_s)},
+                                   "step_time_s": out_s, "change": _change(step_s, out_s),
+                                   **_doubled(cluster, "scale_out_bytes_per_s")},
         "hbm_bandwidth_x2": {"from_bytes_per_s": hbm_bw, "to_bytes_per_s": 2 * hbm_bw,
-                             "step_time_s": hbm_s, "change": _change(step_s, hbm_s)},
+                             "step_time_s": hbm_s, "change": _change(step_s, hbm_s),
+                             **_doubled(cluster, "hbm_bandwidth_bytes_per_s")},
     }
+
+
+def _doubled(cluster: AnyCluster, key: str) -> dict[str, Any]:
+    """On a cluster of several GPU types, `pools`: each used pool's figure `key` before and
+    after doubling (and, for the scale-out, the link between pools); {} on one GPU type."""
+    each = _pool_figures(cluster)
+    if not each:
+        return {}
+    pools = [{"name": p["name"], "from_bytes_per_s": p[key], "to_bytes_per_s": 2 * p[key]}
+             for p in each["pools"]]
+    between = ({"inter_pool_from_bytes_per_s": each["inter_pool_bytes_per_s"],
+                "inter_pool_to_bytes_per_s": 2 * each["inter_pool_bytes_per_s"]}
+               if key == "scale_out_bytes_per_s" else {})
+    return {"pools": pools, **between}
 
 
 def _capacity_what_if(space: Space, cluster: ClusterSpec) -> dict[str, Any]:

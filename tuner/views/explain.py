@@ -40,15 +40,29 @@ def _memory(memory: Mapping[str, Any]) -> str:
             f"({share:.0f} %): does NOT fit, {-memory['headroom_bytes'] / _GIB:.1f} GiB over")
 
 
+def _figures(change: Mapping[str, Any], scale: float, fmt: str, unit: str) -> str:
+    """'25 -> 50 GB/s per GPU', or on a cluster of several GPU types each used pool's
+    'owned 25 -> 50, rented 50 -> 100, between pools 25 -> 50 GB/s per GPU'."""
+    def pair(before: float, after: float) -> str:
+        return f"{before / scale:{fmt}} -> {after / scale:{fmt}}"
+
+    if not change.get("pools"):
+        return f"{pair(change['from_bytes_per_s'], change['to_bytes_per_s'])} {unit}"
+    parts = [f"{p['name']} {pair(p['from_bytes_per_s'], p['to_bytes_per_s'])}"
+             for p in change["pools"]]
+    if "inter_pool_from_bytes_per_s" in change:
+        parts.append("between pools " + pair(change["inter_pool_from_bytes_per_s"],
+                                             change["inter_pool_to_bytes_per_s"]))
+    return f"{', '.join(parts)} {unit}"
+
+
 def _bandwidth_rows(what_if: Mapping[str, Any]) -> list[str]:
     out, hbm = what_if["scale_out_bandwidth_x2"], what_if["hbm_bandwidth_x2"]
     return [
-        f"    2x scale-out bandwidth ({out['from_bytes_per_s'] / 1e9:g} -> "
-        f"{out['to_bytes_per_s'] / 1e9:g} GB/s per GPU): step {out['step_time_s']:.3f} s "
-        f"({_percent(out['change'])})",
-        f"    2x HBM bandwidth ({hbm['from_bytes_per_s'] / 1e12:.2f} -> "
-        f"{hbm['to_bytes_per_s'] / 1e12:.2f} TB/s): step {hbm['step_time_s']:.3f} s "
-        f"({_percent(hbm['change'])})",
+        f"    2x scale-out bandwidth ({_figures(out, 1e9, 'g', 'GB/s per GPU')}): "
+        f"step {out['step_time_s']:.3f} s ({_percent(out['change'])})",
+        f"    2x HBM bandwidth ({_figures(hbm, 1e12, '.2f', 'TB/s')}): "
+        f"step {hbm['step_time_s']:.3f} s ({_percent(hbm['change'])})",
     ]
 
 
