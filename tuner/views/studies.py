@@ -42,7 +42,8 @@ def plan_summary(plan: PlanRecord) -> str:
     p = plan.as_dict()
     parts = [f"tp={p['tp']}", f"pp={p['pp']}", f"dp={p['dp']}"]
     optional: dict[str, Any] = {"cp": 1, "ep": 1, "etp": 1, "virtual_stages": 1, "zero": 0,
-                                "offload": "none", "placement": "data",
+                                "shard_group": 0, "offload": "none", "sync": "auto",
+                                "parameter_servers": 1, "placement": "data",
                                 "batch_shares": "balanced"}
     parts += [f"{k}={p[k]}" for k, default in optional.items() if p[k] != default]
     parts.append(f"mb={p['micro_batch']}")
@@ -62,17 +63,41 @@ def _tier(cluster: Any) -> str:
     return f" +{capacity / 2**30:,.0f} GiB at {bandwidth / 1e9:g} GB/s" if capacity > 0 else ""
 
 
-def cluster_summary(cluster: ClusterSummary) -> str:
+def _nic(cluster: Any) -> str:
+    """' NIC 50 GB/s': the scale-out bandwidth per GPU, one direction (a ClusterSummary's or
+    a pool's mapping)."""
+    get = cluster.get if isinstance(cluster, dict) else \
+        (lambda key, default=None: getattr(cluster, key, default))
+    return f" NIC {float(get('scale_out_bandwidth_bytes_per_s', 0.0)) / 1e9:g} GB/s"
+
+
+def cluster_summary(cluster: ClusterSummary, *, network: bool = False) -> str:
     """'128x8 a100-80gb' (and ' spot' on spot servers, ' +512 GiB at 32 GB/s' with a memory
-    expansion tier); pools joined by '+'."""
+    expansion tier, ' NIC 50 GB/s' with `network`: where the rows shown differ in it); pools
+    joined by '+'."""
     if cluster.pools:
         return "+".join(f"{p['nodes']}x{p['gpus_per_node']} {p['gpu']}"
                         + (" spot" if p["pricing"] == "spot" else "")
-                        + _tier(dict(p))
+                        + _tier(dict(p)) + (_nic(dict(p)) if network else "")
                         for p in cluster.pools if p["nodes"] > 0)
     return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
             + (" spot" if cluster.pricing == "spot" else "")
-            + _tier(cluster))
+            + _tier(cluster) + (_nic(cluster) if network else ""))
+
+
+def _networks(cluster: ClusterSummary) -> tuple[float, ...]:
+    """The scale-out bandwidth of the cluster, or of each pool with nodes."""
+    if cluster.pools:
+        return tuple(float(p["scale_out_bandwidth_bytes_per_s"]) for p in cluster.pools
+                     if p["nodes"] > 0)
+    return (float(cluster.scale_out_bandwidth_bytes_per_s),)
+
+
+def _networks_differ(results: Sequence[TrialResult]) -> bool:
+    """The rows' networks differ (a network chosen by the search, or GPU types whose usual
+    NICs differ): the cluster column then names each NIC's bandwidth, without which two rows
+    could read the same."""
+    return len({_networks(r.result.cluster) for r in results}) > 1
 
 
 def _with_equivalents(result: TrialResult) -> str:
@@ -120,8 +145,10 @@ def best_columns(results: Sequence[TrialResult]
                  ) -> list[tuple[str, Callable[[TrialResult], str]]]:
     """The columns of `tuner best`; with spot servers among the plans, "spot +%" (the
     expected overhead of revocations, restarts and checkpoints, in time and money alike)
-    beside tokens/s."""
+    beside tokens/s; where the plans' networks differ, each cluster's NIC bandwidth."""
     columns = list(_BEST_COLUMNS)
+    if _networks_differ(results):
+        columns[1] = ("cluster", lambda r: cluster_summary(r.result.cluster, network=True))
     if any(_on_spot(r) for r in results):
         at = [name for name, _ in columns].index("tokens/s") + 1
         columns.insert(at, ("spot +%", _spot_cell))
