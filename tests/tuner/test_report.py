@@ -149,3 +149,15 @@ def test_a_study_without_trials_gives_notes() -> None:
     assert "no feasible plan yet" in html and "run more trials or relax" in html
     assert "parameter importances need at least" in html
     assert _figure_ids(html) == ["fig-history"]
+
+
+def test_an_exhaustive_sweep_gets_notes_not_a_history_or_importances(tmp_path: Path) -> None:
+    """A sweep stores its best results in rank order: Optuna's history and importances over
+    them would describe the ranking, not the space."""
+    url = f"sqlite:///{tmp_path / 'swept.db'}"
+    data = tiny("tiny-swept", search={"sampler": "exhaustive"})
+    code, _, err = _run("search", str(write(tmp_path, data)), "--storage", url, "--json")
+    assert code == 0, err
+    html = _report(url, "tiny-swept", tmp_path)
+    assert _figure_ids(html) == ["fig-time", "fig-memory"]
+    assert "an exhaustive sweep: every one of" in html and "no parameter importances" in html

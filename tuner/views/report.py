@@ -14,7 +14,7 @@ from optuna.trial import TrialState
 
 from cost import PlanResult
 from search_spaces.wording import counted
-from studies import TrialResult, best_results
+from studies import TrialResult, best_results, swept
 
 from .report_figures import (
     OBJECTIVE_LABELS,
@@ -90,11 +90,21 @@ def _figure_html(figure: Figure) -> str:
 
 
 def search_figures(study: optuna.Study) -> list[Figure]:
-    """The figures of the search: history, Pareto front (two objectives), importances."""
-    figures = history_figures(study)
+    """The figures of the search: history, Pareto front (two objectives), importances. An
+    exhaustive sweep's trials are its best results (or front) in rank order, not a sample:
+    neither a history nor parameter importances describe it, and a note says so."""
+    done = swept(study)
+    figures = history_figures(study) if done is None else [Figure(
+        "history", "Optimisation history",
+        note=f"an exhaustive sweep: every one of {int(done.get('evaluated', 0)):,} plans was "
+             "evaluated; its trials are the best results in rank order, not a search's history")]
     front = pareto_figure(study)
     if front is not None:
         figures.append(front)
+    if done is not None:
+        return [*figures, Figure("importance", "Parameter importances",
+                                 note="an exhaustive sweep stores its best results, not a "
+                                      "sample of the space: no parameter importances")]
     return figures + importance_figures(study)
 
 
