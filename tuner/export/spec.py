@@ -11,8 +11,14 @@ __all__ = ["render"]
 
 
 def render(chosen: ChosenPlan) -> str:
-    """YAML, in the order the study's spec was written."""
+    """YAML, in the order the study's spec was written. A calibration profile is named by its
+    absolute path: the study's spec named it relative to that spec's file, and the file
+    written here may go anywhere (`tuner plan NAME --as spec > plans/best.yaml`)."""
     header = (f"# {chosen.spec.name}: trial {chosen.trial} of study "
               f"{chosen.spec.name.rsplit('-trial-', 1)[0]}, a fixed plan "
               f"({chosen.result.step_time_s:.3f} s per step predicted)\n")
-    return header + yaml.safe_dump(chosen.data, sort_keys=False)
+    data = dict(chosen.data)
+    profile = chosen.spec.calibration_path()
+    if profile is not None:
+        data["calibration"] = str(profile.resolve())
+    return header + yaml.safe_dump(data, sort_keys=False)
