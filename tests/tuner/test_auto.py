@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import optuna
+import pytest
 from click.testing import CliRunner
 
 from tuner.cli import main
@@ -51,3 +52,21 @@ def test_a_space_over_budget_runs_tpe_sweeping_each_clusters_plans(tmp_path: Pat
     assert settings["auto"]["sampler"] == "tpe"
     text = CliRunner().invoke(main, ["search", str(path), "--storage", url, "--trials", "1"])
     assert "with tpe (auto: sweeping" in text.stdout.splitlines()[0]
+
+
+def test_counting_honours_a_stop_request() -> None:
+    """Ctrl-C while `auto` counts a large space stops it (it counted on, deaf to the signal,
+    for minutes on a mixed-cluster space of 1e10 plans)."""
+    from tuner.engine.interrupt import Interrupted, Stop
+
+    stop = Stop()
+    stop.request()
+    with pytest.raises(Interrupted):
+        count_plans(space(CODESIGN), stop=stop)
+
+
+def test_counting_stops_at_its_time_budget() -> None:
+    """Counting that alone outlasts the sweep's budget proves the sweep does not fit: it stops
+    (a lower bound) rather than counting every cluster of a huge space."""
+    plans, counted_all, most = count_plans(space(CODESIGN), seconds=0.0)
+    assert not counted_all and 0 < most <= plans < space(CODESIGN).count()

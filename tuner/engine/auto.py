@@ -16,6 +16,7 @@ from typing import Any
 from cost import evaluate_grid
 from search_spaces import GRID_PLANS, Space, SpecError
 
+from .interrupt import Stop
 from .scoring import score
 
 __all__ = ["FALLBACK_SAMPLER", "TRIAL_PLANS", "AutoChoice", "choose", "count_plans",
@@ -49,11 +50,17 @@ class AutoChoice:
         return asdict(self)
 
 
-def count_plans(space: Space, *, limit: int | None = None) -> tuple[int, bool, int]:
+def count_plans(space: Space, *, limit: int | None = None, seconds: float | None = None,
+                stop: Stop | None = None) -> tuple[int, bool, int]:
     """(valid plans, whether every cluster was counted, most plans of one cluster): counting
-    stops once the total passes `limit`."""
+    stops once the total passes `limit`, or after `seconds` (a space whose counting alone
+    takes longer than a sweep's budget cannot be swept within it); a `stop` request
+    (Ctrl-C, SIGTERM) is honoured between clusters."""
     total = most = 0
+    deadline = None if seconds is None else time.monotonic() + seconds
     for values in space.cluster_combinations():
+        if stop is not None:
+            stop.check()
         try:
             cluster = space.cluster(values)
         except SpecError:
@@ -62,6 +69,8 @@ def count_plans(space: Space, *, limit: int | None = None) -> tuple[int, bool, i
         total += here
         most = max(most, here)
         if limit is not None and total > limit:
+            return total, False, most
+        if deadline is not None and time.monotonic() > deadline:
             return total, False, most
     return total, True, most
 
@@ -82,11 +91,12 @@ def measure_rate(space: Space) -> float:
     return plans / seconds if seconds > 0 else 0.0
 
 
-def choose(space: Space, *, budget_s: float) -> AutoChoice:
-    """Exhaustive when the estimated sweep takes at most `budget_s`, else FALLBACK_SAMPLER."""
+def choose(space: Space, *, budget_s: float, stop: Stop | None = None) -> AutoChoice:
+    """Exhaustive when the estimated sweep takes at most `budget_s`, else FALLBACK_SAMPLER;
+    counting the plans takes at most `budget_s` too, and honours a `stop` request."""
     rate = measure_rate(space)
     limit = int(rate * budget_s) if rate > 0 else None
-    plans, counted_all, most = count_plans(space, limit=limit)
+    plans, counted_all, most = count_plans(space, limit=limit, seconds=budget_s, stop=stop)
     estimate = plans / rate if rate > 0 else 0.0
     sampler = "exhaustive" if counted_all and estimate <= budget_s else FALLBACK_SAMPLER
     return AutoChoice(sampler=sampler, plans=plans, counted_all=counted_all,

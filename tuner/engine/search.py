@@ -126,7 +126,12 @@ def _decide(space: Space, options: SearchOptions
     if requested == "auto":
         budget = spec.search.exhaustive_budget if timeout is None else \
             min(spec.search.exhaustive_budget, timeout)
-        choice = choose(space, budget_s=budget)
+        try:
+            choice = choose(space, budget_s=budget, stop=options.stop)
+        except Interrupted as err:
+            err.detail = ("while counting the space's plans, before any trial: nothing "
+                          "searched yet; run the same command again")
+            raise
     settings = _settings(space, requested, choice, seed=seed, sweep_inner=options.sweep_inner)
     return settings, timeout, choice
 
