@@ -70,3 +70,16 @@ def test_counting_stops_at_its_time_budget() -> None:
     (a lower bound) rather than counting every cluster of a huge space."""
     plans, counted_all, most = count_plans(space(CODESIGN), seconds=0.0)
     assert not counted_all and 0 < most <= plans < space(CODESIGN).count()
+
+
+def test_a_count_cut_short_estimates_at_least_the_budget(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A count stopped by its time limit has few plans: the estimate still says the sweep
+    takes more than the budget (the headline read 'takes more than 13 s, over the 30 s
+    budget')."""
+    import tuner.engine.auto as auto
+
+    monkeypatch.setattr(auto, "measure_rate", lambda _space: 1e6)
+    monkeypatch.setattr(auto, "count_plans", lambda *_a, **_k: (10, False, 10))
+    chosen = auto.choose(space(CODESIGN), budget_s=30.0)
+    assert chosen.sampler == "tpe" and chosen.estimate_s >= 30.0

@@ -98,6 +98,8 @@ def choose(space: Space, *, budget_s: float, stop: Stop | None = None) -> AutoCh
     limit = int(rate * budget_s) if rate > 0 else None
     plans, counted_all, most = count_plans(space, limit=limit, seconds=budget_s, stop=stop)
     estimate = plans / rate if rate > 0 else 0.0
+    if not counted_all:  # stopped past rate x budget plans, or after counting for the budget
+        estimate = max(estimate, budget_s)
     sampler = "exhaustive" if counted_all and estimate <= budget_s else FALLBACK_SAMPLER
     return AutoChoice(sampler=sampler, plans=plans, counted_all=counted_all,
                       plans_per_cluster=most, plans_per_s=rate, estimate_s=estimate,
