@@ -69,3 +69,16 @@ def test_numpy_starts_no_blas_threads() -> None:
 
 def test_a_users_blas_threads_are_kept() -> None:
     assert _after_evaluate({**os.environ, "OPENBLAS_NUM_THREADS": "2"})[0] == "2"
+
+
+def test_a_reader_that_leaves_is_not_a_bug(tmp_path: Path) -> None:
+    """`tuner catalog | true`: the reader of the command's stdout leaves before the command
+    writes (it closes at once; the command takes ~0.1 s to start); it ends silently with 141
+    (128 + SIGPIPE, as `yes | true` does), where it ended with 1, the status of a bug."""
+    reader = subprocess.Popen([sys.executable, "-m", "tuner", "catalog"], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "TUNER_CACHE_DIR": str(tmp_path)})
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()
+    err = reader.stderr.read()
+    assert reader.wait(timeout=60) == 141 and err == b""

@@ -45,6 +45,9 @@ without --debug they leave logging unconfigured, as it would stay unused, and un
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_READER_LEFT = 141
+"""The reader of stdout left (`tuner best NAME | head`): 128 + SIGPIPE, the status a shell
+shows for a Unix tool that its pipe's reader ended (`yes | head`), not 1 (a bug)."""
 _ERROR_TYPES = (("search_spaces.errors", "SpecError"), ("cost.errors", "CostModelError"),
                 ("studies.errors", "StudyError"))
 
@@ -134,7 +137,7 @@ class _Group(click.Group):
             sys.exit(EXIT_INTERRUPTED)
         except BrokenPipeError:  # the reader of stdout left (`tuner best NAME | head`)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+            sys.exit(EXIT_READER_LEFT)
         except click.UsageError as err:  # a command's options: one line, not click's banner
             if ctx.params.get("debug"):
                 raise
