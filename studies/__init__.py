@@ -50,6 +50,7 @@ from .recovery import (
 from .settings import (
     SEARCH_ATTR,
     SWEPT_ATTR,
+    began,
     search_settings,
     store_search_settings,
     store_swept,
@@ -92,6 +93,7 @@ __all__ = [
     "RecoveryCallback",
     "StudyError",
     "TrialResult",
+    "began",
     "best_payload",
     "best_results",
     "check_problem",

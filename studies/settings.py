@@ -12,7 +12,7 @@ import optuna
 
 from .metadata import stored_spec
 
-__all__ = ["SEARCH_ATTR", "SWEPT_ATTR", "search_settings", "store_search_settings",
+__all__ = ["SEARCH_ATTR", "SWEPT_ATTR", "began", "search_settings", "store_search_settings",
            "store_swept", "swept"]
 
 SEARCH_ATTR = "search"
@@ -22,6 +22,12 @@ SWEPT_ATTR = "exhaustive"
 def store_search_settings(study: optuna.Study, settings: Mapping[str, Any]) -> None:
     """Keep `settings` (builtin types: sampler, seed, swept knobs, ...) with the study."""
     study.set_user_attr(SEARCH_ATTR, dict(settings))
+
+
+def began(study: optuna.Study) -> bool:
+    """Whether the study's search began: its settings stored, or a trial made (a study of an
+    earlier tuner). False for one stopped while `auto` counted its space, before either."""
+    return SEARCH_ATTR in study.user_attrs or bool(study.get_trials(deepcopy=False))
 
 
 def search_settings(study: optuna.Study) -> dict[str, Any]:

@@ -83,3 +83,23 @@ def test_a_count_cut_short_estimates_at_least_the_budget(monkeypatch: pytest.Mon
     monkeypatch.setattr(auto, "count_plans", lambda *_a, **_k: (10, False, 10))
     chosen = auto.choose(space(CODESIGN), budget_s=30.0)
     assert chosen.sampler == "tpe" and chosen.estimate_s >= 30.0
+
+
+def test_resume_begins_a_study_stopped_while_auto_counted(tmp_path: Path) -> None:
+    """Ctrl-C while `auto` counts leaves the study made (it opens beside the count) with no
+    settings and no trials: `tuner resume` begins its search as `tuner search` would (it said
+    'no trial has run yet: ... tuner resume ... runs them', and ran none)."""
+    from search_spaces import load_spec
+    from studies import began, create_or_continue, open_storage
+
+    path = write(tmp_path, CODESIGN)
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    spec = load_spec(path)
+    made = create_or_continue(open_storage(url), spec, path.read_text(encoding="utf-8"),
+                              directions=["minimize", "minimize"], target_trials=None)
+    assert not began(made)
+    result = CliRunner().invoke(main, ["resume", "auto-codesign", "--storage", url, "--json"])
+    assert result.exit_code == 0, result.stderr
+    study = optuna.load_study(study_name="auto-codesign", storage=url)
+    assert began(study) and study.user_attrs["search"]["requested"] == "auto"
+    assert len(study.trials) == 6  # the spec's trials, as `tuner search` runs them

@@ -23,6 +23,7 @@ from search_spaces import Space, SpecError, StudySpec
 from search_spaces.wording import counted
 from studies import (
     RecoveryCallback,
+    began,
     best_payload,
     check_problem,
     complete_count,
@@ -147,10 +148,16 @@ def prepare_search(spec: StudySpec, spec_text: str, storage: optuna.storages.Bas
     space = Space.from_spec(spec)
     settings, _, _ = _decide(space, options)
     study = _create(storage, spec, spec_text)
+    _begin(study, spec, settings, options)
+    return study
+
+
+def _begin(study: optuna.Study, spec: StudySpec, settings: dict[str, Any],
+           options: SearchOptions) -> None:
+    """The search settings stored and, for an Optuna sampler, the trial target set."""
     store_search_settings(study, settings)
     if settings["sampler"] != "exhaustive":
         _set_target(study, spec, options)
-    return study
 
 
 def _set_target(study: optuna.Study, spec: StudySpec, options: SearchOptions) -> None:
@@ -177,8 +184,12 @@ def _set_target(study: optuna.Study, spec: StudySpec, options: SearchOptions) ->
 
 def continue_study(study: optuna.Study, options: SearchOptions) -> optuna.Study:
     """Run a stored study to its target with its stored spec and search settings (the
-    sampler it was started with; a worker's unseeded), refusing a problem that changed."""
+    sampler it was started with; a worker's unseeded), refusing a problem that changed; a
+    study whose search never began (stopped while `auto` counted) begins as `tuner search`."""
     check_problem(study._storage, study)
+    if not began(study):  # stopped while `auto` counted: begin as `tuner search` would have
+        spec = stored_spec(study)
+        _begin(study, spec, _decide(Space.from_spec(spec), options)[0], options)
     settings = search_settings(study)
     space = Space.from_spec(stored_spec(study))
     if settings["sampler"] == "exhaustive":
