@@ -33,7 +33,8 @@ def _summary(data: dict[str, Any]) -> ClusterSummary:
 def test_the_cluster_line_names_the_tier(tmp_path: Path) -> None:
     result = CliRunner().invoke(tuner_main, ["evaluate", str(write(tmp_path, _expanded()))])
     assert result.exit_code == 0, result.output
-    assert ("cluster           1 x 8 h100-80gb (8 GPUs, on_demand, 512 GiB expansion at "
+    assert ("cluster           1 x 8 h100-80gb (8 GPUs, on_demand, NIC 50 GB/s per GPU, "
+            "512 GiB expansion at "
             "32 GB/s per GPU)") in result.output
 
 

@@ -218,3 +218,17 @@ def test_the_reports_bars_and_cards_show_the_spot_overhead(codesign: optuna.Stud
         assert math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-12)
     html = build_report(codesign)
     assert "fig-pareto" in html and "Pareto front (feasible plans)" in html
+
+
+def test_the_cluster_line_names_the_network_the_plan_was_timed_with(tmp_path: Path) -> None:
+    """Co-design plans that differ only in their NIC read apart in evaluate, explain and
+    search (the line named GPUs, nodes and pricing only)."""
+    lines = []
+    for nic in ("200 Gbit/s", "400 Gbit/s"):
+        cluster = {"gpu": "h100-80gb", "nodes": 16, "gpus_per_node": 8,
+                   "scale_out_bandwidth": nic}
+        spec = write(tmp_path, _fixed(f"nic{nic[:3]}", cluster=cluster, training=_BATCH))
+        out = _run("evaluate", str(spec))[1]
+        lines.append(next(x for x in out.splitlines() if x.lstrip().startswith("cluster")))
+    assert lines[0].endswith("(128 GPUs, on_demand, NIC 25 GB/s per GPU)")
+    assert lines[1].endswith("(128 GPUs, on_demand, NIC 50 GB/s per GPU)")

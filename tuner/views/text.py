@@ -57,16 +57,30 @@ def _tier(cluster: Mapping[str, Any]) -> str:
     return f", {capacity / 2**30:,.0f} GiB expansion at {bandwidth / 1e9:g} GB/s per GPU"
 
 
+def _nic(cluster: Mapping[str, Any]) -> str:
+    """', NIC 50 GB/s per GPU': the scale-out bandwidth the plan was priced and timed with
+    (co-design plans that differ only in their network read apart); '' where not given."""
+    bandwidth = float(cluster.get("scale_out_bandwidth_bytes_per_s") or 0.0)
+    return f", NIC {bandwidth / 1e9:g} GB/s per GPU" if bandwidth > 0 else ""
+
+
+def _pool_terms(pool: Mapping[str, Any]) -> str:
+    """'owned, on_demand, $1.20/GPU-h, NIC 25 GB/s per GPU' (the name and price where the pool
+    is named)."""
+    named = (f"{pool['name']}, {pool['pricing']}, ${pool['price_usd_per_gpu_hour']:.2f}/GPU-h"
+             if pool.get("name") else pool["pricing"])
+    return f"{named}{_nic(pool)}{_tier(pool)}"
+
+
 def cluster_line(cluster: Mapping[str, Any]) -> str:
-    """'128 x 8 a100-80gb (1024 GPUs, on_demand)' (with a memory expansion tier's capacity and
-    bandwidth), or each pool's nodes joined by '+'."""
+    """'128 x 8 a100-80gb (1024 GPUs, on_demand, NIC 25 GB/s per GPU)' (with a memory
+    expansion tier's capacity and bandwidth), or each pool's nodes joined by '+'."""
     pools = cluster.get("pools") or ()
     if not pools:
         return (f"{cluster['nodes']} x {cluster['gpus_per_node']} {cluster['gpu']} "
-                f"({counted(cluster['gpus'], 'GPU')}, {cluster['pricing']}{_tier(cluster)})")
-    parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']}"
-             + (f" ({p['name']}, {p['pricing']}, ${p['price_usd_per_gpu_hour']:.2f}/GPU-h"
-                f"{_tier(p)})" if p.get("name") else f" ({p['pricing']}{_tier(p)})")
+                f"({counted(cluster['gpus'], 'GPU')}, {cluster['pricing']}{_nic(cluster)}"
+                f"{_tier(cluster)})")
+    parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']} ({_pool_terms(p)})"
              for p in pools if p["nodes"] > 0]
     return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')})"
 
