@@ -37,19 +37,6 @@ YAML = {"content-type": "application/yaml"}
 TOKEN = "a-test-token-of-32-characters-xx"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("serve")
-    with serving(tmp, f"sqlite:///{tmp / 's.db'}", "--workers", "1") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> Iterator[httpx.Client]:
-    with server.client() as http:
-        yield http
-
-
 def _cli_json(*args: str) -> Any:
     result = CliRunner().invoke(main, list(args))
     assert result.exit_code == 0, result.output

@@ -26,25 +26,12 @@ from tuner.serve.auth import bearer_guard
 from tuner.serve.guard import Guard
 from tuner.serve.server import head_deadline_protocol
 
-from .serving import Server, serving, wait_for
+from .serving import wait_for
 from .specs import tiny
 
 TOKEN = "a-test-token-of-32-characters-xx"
 LLAMA = Path(__file__).resolve().parents[2] / "search_spaces" / "examples" / \
     "llama3-70b-h100-fixed.yaml"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    tmp = tmp_path_factory.mktemp("serve-http")
-    with serving(tmp, f"sqlite:///{tmp / 's.db'}", "--workers", "1") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def client(server: Server) -> Iterator[httpx.Client]:
-    with server.client() as http:
-        yield http
 
 
 def test_head_answers_as_get_without_a_body(client: httpx.Client) -> None:
