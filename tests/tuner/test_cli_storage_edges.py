@@ -191,3 +191,19 @@ def test_advised_commands_run_as_typed_under_another_storage(here: Path) -> None
     code, _, err = _run(*shlex.split(advice)[1:])
     assert code == 0, err
     assert not (here / "studies.db").exists()
+
+
+def test_advised_commands_never_print_the_storage_password() -> None:
+    """A line printed under `--storage postgresql://user:PASSWORD@host/db` advises its
+    commands with the password as *** (it printed the URL whole, password included)."""
+    import click
+
+    from tuner.cli.advice import advised
+
+    url = "postgresql+psycopg://tuner:s3cret-pass@db.example:5432/tuner"
+    ctx = click.Context(click.Command("studies"))
+    ctx.meta["tuner.storage"] = url
+    line = advised("error: no study 'x'; `tuner studies` lists the studies there", ctx)
+    assert "s3cret-pass" not in line
+    assert "`tuner studies --storage 'postgresql+psycopg://tuner:***@db.example:5432/tuner'`" \
+        in line

@@ -3,8 +3,10 @@
 the user named, so a line printed under `--storage URL` gets that `--storage` inside each
 advised command that reads or writes studies (without it the command looks in the default
 storage and finds no study of that name). Studies' names in them are quoted for the shell by
-the library (shlex.quote). The storage given is kept in click's context `meta`, shared by a
-command's context and its group's, so the group's one error path can read it."""
+the library (shlex.quote). A password in the URL is shown as `***` (studies.redact_url): a
+line never prints it, at the cost of a command to complete by hand. The storage given is
+kept in click's context `meta`, shared by a command's context and its group's, so the
+group's one error path can read it."""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ def advised(line: str, ctx: click.Context | None = None) -> str:
     storage = ctx.meta.get(_KEY) if ctx is not None else None
     if not storage:
         return line
-    flag = f" --storage {shlex.quote(storage)}"
+    from studies import redact_url
+
+    flag = f" --storage {shlex.quote(redact_url(storage))}"  # never a password: *** for it
     return _ADVICE.sub(lambda m: m.group(0) if "--storage" in m.group(0)
                        else f"{m.group(0)[:-1]}{flag}`", line)
