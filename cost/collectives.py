@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .inputs import Array, ClusterSpec, Value
 
@@ -22,6 +23,7 @@ __all__ = [
     "domain_members",
     "group_link",
     "inside_domain",
+    "members_in_domain",
     "p2p_s",
     "reduce_scatter_s",
     "ring_allreduce_s",
@@ -58,7 +60,12 @@ def all_gather_s(nbytes: Value, n: Value, bw: Value, lat: Value) -> Array:
 def domain_members(cluster: ClusterSpec, *, stride: Value, size: Value) -> Array:
     """Ranks of a group of `size` spaced `stride` apart (Megatron rank order) that share one
     scale-up (NVLink) domain: the whole group when it fits in one."""
-    domain = np.asarray(cluster.scale_up_domain_gpus, dtype=np.float64)
+    return members_in_domain(cluster.scale_up_domain_gpus, stride=stride, size=size)
+
+
+def members_in_domain(domain_gpus: ArrayLike, *, stride: Value, size: Value) -> Array:
+    """domain_members for a domain of `domain_gpus` GPUs."""
+    domain = np.asarray(domain_gpus, dtype=np.float64)
     return np.clip(np.floor(domain / np.maximum(stride, 1.0)), 1.0, size)
 
 

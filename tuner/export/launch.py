@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from cost import PlanRecord, PlanResult, Recompute
+from cost.collectives import members_in_domain
 from cost.deepep import deepep_refusal
 from cost.moe_time import overlap_refusal
 from cost.transformer import ModelSpec, embedding_and_loss_split
@@ -59,12 +60,12 @@ class LaunchPlan:
     def deepep_blocked(self) -> str | None:
         """Why DeepEP cannot dispatch this plan's tokens on its GPU (cost.deepep: SM80 inside
         an NVLink domain, SM90 across domains), where the stack assumed it (ep_dedup); else
-        None. The expert-parallel group's ranks are etp apart (cost.collectives.domain_members:
-        it spans domains where fewer than ep of them fit in one)."""
+        None. The expert-parallel group's ranks are etp apart: it spans domains where fewer
+        than ep of them fit in one (cost.collectives.members_in_domain)."""
         if not self.ep_dedup or self.model.kind != "moe":
             return None
         ep, etp = int(getattr(self.plan, "ep", 1)), int(getattr(self.plan, "etp", 1))
-        spans = min(max(self.scale_up_domain // max(etp, 1), 1), ep) < ep
+        spans = float(members_in_domain(self.scale_up_domain, stride=etp, size=ep)) < ep
         return deepep_refusal(self.compute_capability, gpu=self.gpu_name, spans=spans)
 
     @property
