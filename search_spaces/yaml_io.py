@@ -97,7 +97,13 @@ def decode_text(data: bytes, path: str | Path) -> str:
 
 def load_yaml(text: str, *, file: str) -> Any:
     """The plain data of a YAML document; SpecError naming the file, the line and what to
-    change for malformed YAML, a tag such as !!python/object, or a key given twice."""
+    change for malformed YAML, a tag such as !!python/object, or a key given twice. Read on
+    libyaml's parser (FastStrictLoader); a text it refuses is read again on PyYAML's, so
+    that the message is the same whichever PyYAML build is installed."""
+    try:
+        return yaml.load(text, Loader=FastStrictLoader)
+    except yaml.YAMLError:
+        pass  # refused: read again by PyYAML's own parser, whose message the user gets
     try:
         return yaml.load(text, Loader=StrictLoader)
     except (DuplicateKeyError, NumberTooLongError) as err:

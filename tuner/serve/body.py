@@ -30,9 +30,10 @@ _LOADER = StrictLoader
 """The loader of spec files (search_spaces.yaml_io): a key given twice is refused, and a
 malformed body gets the very message the command line gives for the same text."""
 _FAST = FastStrictLoader
-"""The same on libyaml's parser, which reads a body first: pure-Python PyYAML took 15 s of
-the server's CPU for a 900 kB list of numbers (libyaml: 2 s); a body it refuses is read again
-by _LOADER for the command line's message."""
+"""The same on libyaml's parser, which scans a body first (as search_spaces.yaml_io.load_yaml
+reads it): pure-Python PyYAML took 15 s of the server's CPU for a 900 kB list of numbers
+(libyaml: 2 s); a body it refuses is scanned again by _LOADER for the command line's
+message."""
 
 
 def _refuse_aliases(text: str, loader: Any = _LOADER) -> None:
@@ -83,13 +84,11 @@ def _parse(text: str, content_type: str) -> Any:
                             file=REQUEST) from None
     try:
         _refuse_aliases(text, _FAST)
-        return yaml.load(text, Loader=_FAST)  # a safe loader: plain values, keys once
-    except yaml.YAMLError:
-        pass  # refused: read again below for the command line's message
-    try:
-        _refuse_aliases(text)
-    except yaml.YAMLError as err:
-        raise from_yaml_error(err, file=REQUEST) from None
+    except yaml.YAMLError:  # refused: read again for the command line's message
+        try:
+            _refuse_aliases(text)
+        except yaml.YAMLError as err:
+            raise from_yaml_error(err, file=REQUEST) from None
     return load_yaml(text, file=REQUEST)  # a spec file's loader: plain values, keys once
 
 
