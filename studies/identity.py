@@ -29,12 +29,15 @@ import cost
 from search_spaces import StudySpec, gpu_catalog, is_choice
 
 __all__ = ["CACHE_ENV", "cache_root", "cached_code_digest", "code_digest", "cost_model_version",
-           "for_gpus", "gpu_labels", "problem", "problem_differences", "problem_digest"]
+           "for_gpus", "gpu_labels", "problem", "problem_differences", "problem_digest",
+           "without_profile_name"]
 
 CACHE_ENV = "TUNER_CACHE_DIR"
 """The cache folder of cluster-tuner, or `off` (tuner.cli.evaluated reads the same variable)."""
 
-_NOT_THE_PROBLEM = {"name", "search"}
+_NOT_THE_PROBLEM = {"name", "search", "calibration"}
+"""Left out of the spec's part: what does not change the problem (more trials, another
+sampler) and the calibration profile's file name, whose contents are the `calibration` part."""
 _NOP = dis.opmap["NOP"]
 _SHOWN = 3
 
@@ -175,6 +178,15 @@ def gpu_labels(spec: StudySpec) -> list[str]:
         found.update(v if isinstance(v, str) else str(getattr(v, "name", "")) for v in values
                      if v is not None)
     return sorted(found)
+
+
+def without_profile_name(resolved: dict[str, Any]) -> dict[str, Any]:
+    """A resolved problem as stored before the spec's part left out the profile's file name
+    (`spec.calibration`), compared as it is made now."""
+    spec = resolved.get("spec")
+    if not isinstance(spec, dict) or "calibration" not in spec:
+        return resolved
+    return {**resolved, "spec": {k: v for k, v in spec.items() if k != "calibration"}}
 
 
 def for_gpus(resolved: dict[str, Any], gpus: list[str]) -> dict[str, Any]:

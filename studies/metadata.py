@@ -24,6 +24,7 @@ from .identity import (
     problem,
     problem_differences,
     problem_digest,
+    without_profile_name,
 )
 from .metrics import name_metrics
 from .storage import redact_url
@@ -42,6 +43,10 @@ __all__ = [
 SCHEMA_VERSION = 1
 _NOT_THE_PROBLEM = {"name", "search"}
 """Sections that do not change the problem: more trials, another sampler or seed continue."""
+_NOT_COMPARED = _NOT_THE_PROBLEM | {"calibration"}
+"""What the spec's comparison leaves out: those sections, and the calibration profile's file
+name, whose contents the resolved problem compares (studies.identity, `_check_resolved`): a
+profile moved or renamed with the same numbers is the same problem."""
 _SHOWN_DIFFERENCES = 3
 
 
@@ -50,13 +55,14 @@ def _canonical(data: Any) -> str:
 
 
 def _problem(spec_json: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in spec_json.items() if k not in _NOT_THE_PROBLEM}
+    return {k: v for k, v in spec_json.items() if k not in _NOT_COMPARED}
 
 
 def spec_digest(spec: StudySpec) -> str:
-    """sha256 (hex) of the canonical JSON of the spec without `name` and `search`: model,
-    training, cluster, plan space, objective, constraints and calibration."""
-    problem = spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM)
+    """sha256 (hex) of the canonical JSON of the spec without `name`, `search` and the
+    calibration profile's file name: model, training, cluster, plan space, objective and
+    constraints (the profile's contents are the resolved problem's: `_check_resolved`)."""
+    problem = spec.model_dump(mode="json", exclude=_NOT_COMPARED)
     return hashlib.sha256(_canonical(problem).encode("utf-8")).hexdigest()
 
 
@@ -73,7 +79,7 @@ def _mismatch(
 ) -> StudyError:
     stored = json.loads(study.user_attrs.get("spec_json", "{}"))
     found = leaf_differences(_problem(stored), spec.model_dump(mode="json",
-                                                           exclude=_NOT_THE_PROBLEM))
+                                                           exclude=_NOT_COMPARED))
     shown = "; ".join(found[:_SHOWN_DIFFERENCES]) or "the stored spec differs"
     if len(found) > _SHOWN_DIFFERENCES:
         shown += f" (and {len(found) - _SHOWN_DIFFERENCES} more)"
@@ -87,7 +93,7 @@ def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:
     """True when the stored spec differs from `spec` only by fields a later version added,
     left out (null) in both: the same problem, whose digest moved with the spec's schema."""
     stored = json.loads(study.user_attrs.get("spec_json", "{}"))
-    now = spec.model_dump(mode="json", exclude=_NOT_THE_PROBLEM)
+    now = spec.model_dump(mode="json", exclude=_NOT_COMPARED)
     return bool(stored) and not leaf_differences(_problem(stored), now)
 
 
@@ -139,6 +145,7 @@ def create_or_continue(
                 not _only_fields_added_since(study, spec):
             raise _mismatch(storage, study, spec) from None
         _check_resolved(storage, study, spec)
+        _follow_moved_profile(study, spec, spec_text)
         if target_trials is not None:
             set_target_trials(study, target_trials)
         return study
@@ -146,6 +153,21 @@ def create_or_continue(
         study.set_user_attr(key, value)
     name_metrics(study)
     return study
+
+
+def _follow_moved_profile(study: optuna.Study, spec: StudySpec, spec_text: str) -> None:
+    """Store `spec` as the study's spec when it names its calibration profile at another
+    place than the stored spec does (the same numbers: `_check_resolved` passed), so that
+    `tuner resume` and `tuner plan` read the profile where it now is."""
+    try:
+        stored = stored_spec(study).calibration_path()
+    except StudyError:
+        return
+    now = spec.calibration_path()
+    if stored is None or now is None or stored.resolve() == now.resolve():
+        return
+    for key in ("spec_text", "spec_json", "spec_digest", "spec_file"):
+        study.set_user_attr(key, _initial_attrs(spec, spec_text, 0)[key])
 
 
 def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
@@ -160,7 +182,8 @@ def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
         if attrs["problem_digest"] == problem_digest(now):
             return
         gpus = gpu_labels(spec)
-        stored = for_gpus(json.loads(attrs.get("problem_json", "{}")), gpus)
+        stored = for_gpus(without_profile_name(json.loads(attrs.get("problem_json", "{}"))),
+                          gpus)
         if problem_digest(stored) == problem_digest(for_gpus(now, gpus)):
             return
         shown = problem_differences(stored, for_gpus(now, gpus))

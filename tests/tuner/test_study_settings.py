@@ -160,3 +160,51 @@ def test_search_after_a_crash_continues_the_target(tmp_path: Path, url: str) -> 
     assert json.loads(result.stdout)["trials"] == 8
     more = _run("search", str(path), "--trials", "2", "--storage", url, "--json")
     assert json.loads(more.stdout)["trials"] == 10 and "adding 2" in more.stderr
+
+
+def test_a_moved_calibration_profile_with_the_same_contents_continues(tmp_path: Path,
+                                                                      url: str) -> None:
+    """The study holds the profile's contents, not its file's name: a profile renamed (or
+    moved) with the same numbers, and the spec pointed at its new place, is the same problem,
+    and the search continues the study; new numbers in the new place are still refused."""
+    (tmp_path / "old.yaml").write_text("efficiency: {gemm_fraction: 0.7}\n", encoding="utf-8")
+    data = tiny("moved", search={"sampler": "random", "trials": 3})
+    path = write(tmp_path, {**data, "calibration": "old.yaml"})
+    _json("search", str(path), "--storage", url)
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "old.yaml").rename(tmp_path / "profiles" / "new.yaml")
+    path = write(tmp_path, {**data, "calibration": "profiles/new.yaml",
+                            "search": {"sampler": "random", "trials": 5}})
+    _json("search", str(path), "--storage", url)
+    done = [t for t in _trials(url, "moved") if t.state == optuna.trial.TrialState.COMPLETE]
+    assert len(done) == 3 + 5  # continued, not refused
+    _json("resume", "moved", "--storage", url)  # the stored spec names the new place
+    (tmp_path / "profiles" / "new.yaml").unlink()
+    gone = _run("resume", "moved", "--storage", url)
+    assert gone.exit_code == 2 and "new.yaml" in gone.stderr
+    (tmp_path / "profiles" / "new.yaml").write_text("efficiency: {gemm_fraction: 0.7}\n",
+                                                    encoding="utf-8")
+    (tmp_path / "profiles" / "new.yaml").write_text("efficiency: {gemm_fraction: 0.5}\n",
+                                                    encoding="utf-8")
+    result = _run("search", str(path), "--storage", url)
+    assert result.exit_code == 2
+    assert "calibration profile's gemm_fraction differs: stored 0.7, now 0.5" in result.stderr
+
+
+def test_a_study_stored_with_the_profile_name_in_its_problem_continues(tmp_path: Path,
+                                                                      url: str) -> None:
+    """Studies made before the problem left out the profile's file name stored it (and a
+    digest over it, and a spec digest over it): they continue as before."""
+    data = tiny("older", search={"sampler": "random", "trials": 2})
+    path = write(tmp_path, data)
+    _json("search", str(path), "--storage", url)
+    before = len(_trials(url, "older"))
+    study = optuna.load_study(study_name="older", storage=url)
+    resolved = json.loads(study.user_attrs["problem_json"])
+    assert "calibration" not in resolved["spec"]
+    resolved["spec"]["calibration"] = None  # as an earlier tuner stored it
+    study.set_user_attr("problem_json", json.dumps(resolved, sort_keys=True))
+    study.set_user_attr("problem_digest", studies.identity.problem_digest(resolved))
+    study.set_user_attr("spec_digest", "0" * 64)
+    _json("search", str(path), "--storage", url)  # continued, not refused
+    assert len(_trials(url, "older")) > before
