@@ -45,6 +45,7 @@ class ClusterSummary:
     pricing: str
     price_usd_per_gpu_hour: float
     pools: tuple[Mapping[str, Any], ...] = ()  # GPUs of several types: each pool's summary
+    inter_pool_bandwidth_bytes_per_s: float = 0.0  # pools only: the link between pools, per GPU
 
     @classmethod
     def of(cls, cluster: ClusterSpec | MixedCluster) -> ClusterSummary:
@@ -85,13 +86,14 @@ class ClusterSummary:
             expansion_bandwidth_bytes_per_s=min(each[i].expansion_bandwidth_bytes_per_s
                                                 for i in active),
             pricing=pricing.pop() if len(pricing) == 1 else "mixed",
-            price_usd_per_gpu_hour=_one(summary.price_usd_per_gpu_hour), pools=pools)
+            price_usd_per_gpu_hour=_one(summary.price_usd_per_gpu_hour), pools=pools,
+            inter_pool_bandwidth_bytes_per_s=_one(cluster.inter_pool_bandwidth_bytes_per_s))
 
     def as_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["pools"] = [dict(p) for p in self.pools]
         if not self.pools:
-            del out["pools"]
+            del out["pools"], out["inter_pool_bandwidth_bytes_per_s"]
         return out
 
 

@@ -77,3 +77,32 @@ def test_explain_labels_each_pools_what_ifs(tmp_path: Path) -> None:
     h200 = gpu_catalog()["h200"].hbm_bandwidth_bytes_per_s / 1e12
     assert f"rented {h200:.2f} -> {2 * h200:.2f}" in text
     assert "between pools 25 -> 50 GB/s per GPU" in text
+
+
+def test_the_link_between_pools_is_part_of_the_cluster(tmp_path: Path) -> None:
+    """The bandwidth between pools, which the plan was timed with (a search may choose it),
+    is in the cluster's JSON and its line; a single cluster has no such field."""
+    path = write(tmp_path, SPEC)
+    out = json.loads(CliRunner().invoke(main, ["evaluate", "--json", path]).stdout)
+    assert out["cluster"]["inter_pool_bandwidth_bytes_per_s"] == 25e9  # 200 Gbit/s
+    text = CliRunner().invoke(main, ["evaluate", path]).output
+    assert "(192 GPUs, 25 GB/s per GPU between pools)" in text
+    one = {**SPEC, "name": "one", "cluster": {"gpu": "h200", "nodes": 8}}
+    out = json.loads(CliRunner().invoke(main, ["evaluate", "--json", write(tmp_path, one)]
+                                        ).stdout)
+    assert "inter_pool_bandwidth_bytes_per_s" not in out["cluster"]
+
+
+def test_best_rows_differing_only_in_the_link_read_differently(tmp_path: Path) -> None:
+    data = {**SPEC, "name": "links",
+            "cluster": {**SPEC["cluster"], "inter_pool_bandwidth": ["100 Gbit/s", "400 Gbit/s"]},
+            "search": {"sampler": "exhaustive"}}
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    runner = CliRunner()
+    assert runner.invoke(main, ["search", write(tmp_path, data), "--storage", url, "--json"]
+                         ).exit_code == 0
+    rows = runner.invoke(main, ["best", "links", "--storage", url, "--top", "10"]
+                         ).stdout.splitlines()[2:]
+    assert len(rows) == 2
+    assert sorted(("link 12.5 GB/s" in r, "link 50 GB/s" in r) for r in rows) == [
+        (False, True), (True, False)]

@@ -74,22 +74,34 @@ def _nic(cluster: Any) -> str:
 def cluster_summary(cluster: ClusterSummary, *, network: bool = False) -> str:
     """'128x8 a100-80gb' (and ' spot' on spot servers, ' +512 GiB at 32 GB/s' with a memory
     expansion tier, ' NIC 50 GB/s' with `network`: where the rows shown differ in it); pools
-    joined by '+'."""
+    joined by '+' (with `network`, and the link between them)."""
     if cluster.pools:
         return "+".join(f"{p['nodes']}x{p['gpus_per_node']} {p['gpu']}"
                         + (" spot" if p["pricing"] == "spot" else "")
                         + _tier(dict(p)) + (_nic(dict(p)) if network else "")
-                        for p in cluster.pools if p["nodes"] > 0)
+                        for p in cluster.pools if p["nodes"] > 0) + \
+            (_link(cluster) if network else "")
     return (f"{cluster.nodes}x{cluster.gpus_per_node} {cluster.gpu}"
             + (" spot" if cluster.pricing == "spot" else "")
             + _tier(cluster) + (_nic(cluster) if network else ""))
 
 
+def _link(cluster: ClusterSummary) -> str:
+    """' link 50 GB/s': the bandwidth between pools per GPU, where more than one has nodes
+    ('' in a result stored before it was recorded)."""
+    if sum(1 for p in cluster.pools if p["nodes"] > 0) < 2 or \
+            not cluster.inter_pool_bandwidth_bytes_per_s:
+        return ""
+    return f" link {cluster.inter_pool_bandwidth_bytes_per_s / 1e9:g} GB/s"
+
+
 def _networks(cluster: ClusterSummary) -> tuple[float, ...]:
-    """The scale-out bandwidth of the cluster, or of each pool with nodes."""
+    """The scale-out bandwidth of the cluster, or of each pool with nodes and the link
+    between them."""
     if cluster.pools:
-        return tuple(float(p["scale_out_bandwidth_bytes_per_s"]) for p in cluster.pools
-                     if p["nodes"] > 0)
+        nics = [float(p["scale_out_bandwidth_bytes_per_s"]) for p in cluster.pools
+                if p["nodes"] > 0]
+        return (*nics, cluster.inter_pool_bandwidth_bytes_per_s)
     return (float(cluster.scale_out_bandwidth_bytes_per_s),)
 
 

@@ -74,7 +74,8 @@ def _pool_terms(pool: Mapping[str, Any]) -> str:
 
 def cluster_line(cluster: Mapping[str, Any]) -> str:
     """'128 x 8 a100-80gb (1024 GPUs, on_demand, NIC 25 GB/s per GPU)' (with a memory
-    expansion tier's capacity and bandwidth), or each pool's nodes joined by '+'."""
+    expansion tier's capacity and bandwidth), or each pool's nodes joined by '+' and the
+    link between the pools where more than one has nodes."""
     pools = cluster.get("pools") or ()
     if not pools:
         return (f"{cluster['nodes']} x {cluster['gpus_per_node']} {cluster['gpu']} "
@@ -82,7 +83,10 @@ def cluster_line(cluster: Mapping[str, Any]) -> str:
                 f"{_tier(cluster)})")
     parts = [f"{p['nodes']} x {p['gpus_per_node']} {p['gpu']} ({_pool_terms(p)})"
              for p in pools if p["nodes"] > 0]
-    return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')})"
+    link = float(cluster.get("inter_pool_bandwidth_bytes_per_s") or 0.0)
+    between = f", {link / 1e9:g} GB/s per GPU between pools" if link > 0 and len(parts) > 1 \
+        else ""
+    return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')}{between})"
 
 
 def _role(pool: Mapping[str, Any]) -> str:
