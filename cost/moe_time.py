@@ -430,8 +430,9 @@ def stage_cost(model: MoEModelSpec, cluster: ClusterSpec, training: TrainingSpec
     # a stage takes the longer of running and launching its kernels, plus the GPU's waits for
     # the host (cost.schedule.launch_bound_s)
     last_launch, full_launch = launch_s(last_moe, last_dense), launch_s(full_moe, full_dense)
-    last_slower = (np.maximum(busy(last_moe, last_dense) + ends, last_launch) + last_moe * wait
-                   >= np.maximum(busy(full_moe, full_dense), full_launch) + full_moe * wait)
+    last_busy, full_busy = busy(last_moe, last_dense) + ends, busy(full_moe, full_dense)
+    last_slower = (np.maximum(last_busy + last_moe * wait, last_launch)
+                   >= np.maximum(full_busy + full_moe * wait, full_launch))
     n_moe = np.where(last_slower, last_moe, full_moe)
     n_dense = np.where(last_slower, last_dense, full_dense)
     ends = np.where(last_slower, ends, 0.0)

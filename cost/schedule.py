@@ -67,12 +67,16 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
 def launch_bound_s(stage: StageCost) -> Array:
     """Seconds a micro-batch waits for the host: kernels are launched asynchronously, so the
     GPU idles only where launching them takes longer than running them (small micro-batches,
-    eager frameworks, recompute's extra host work): max(host - device, 0); plus where the host
-    stops to read a result of the GPU (stage.host_wait_s: dropless routing's token counts), the
-    GPU idles until the host launches again."""
+    eager frameworks, recompute's extra host work): max(host - device, 0). Where the host
+    stops to read a result of the GPU (stage.host_wait_s: dropless routing's token counts, the
+    sum over the segments between such reads of max(launching - running, 0)), it cannot run
+    ahead past the read, so the GPU idles at least that long: max(host - device, host_wait).
+    The two are not added: where the host is the slower all along, its excess over the device
+    already holds each segment's (a faster GPU then waits longer for the same host, never
+    less; adding them counted those waits twice and made a faster GPU's step longer)."""
     device = (stage.compute_s + stage.recompute_s + stage.tp_comm_s + stage.cp_comm_s
               + stage.ep_comm_s)
-    return np.maximum(stage.host_s - device, 0.0) + stage.host_wait_s
+    return np.maximum(stage.host_s - device, stage.host_wait_s)
 
 
 def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficiency) -> Array:

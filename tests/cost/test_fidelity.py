@@ -72,6 +72,24 @@ def test_a_micro_batch_waits_for_the_host_only_beyond_its_device_time() -> None:
     assert float(launch_bound_s(stage(1.0))) == 0.0
 
 
+def test_the_waits_at_host_reads_are_not_added_to_a_host_bound_stage() -> None:
+    """2 s of work, 0.5 s of waits at the host's reads of the GPU (dropless routing's token
+    counts): launching in 3 s idles the GPU 1 s, whose waits are part of it (not 1.5 s);
+    launching in 1 s still idles it 0.5 s at the reads. A faster GPU (1 s of work, its waits
+    up to 0.5 s longer) never makes the stage's work and waits together longer."""
+    def stage(host: float, device: float = 2.0, wait: float = 0.5) -> StageCost:
+        z = np.float64(0.0)
+        return StageCost(compute_s=np.float64(device), recompute_s=z, tp_comm_s=z,
+                         cp_comm_s=z, forward_s=z, backward_s=z, bubble_unit_s=z,
+                         send_bytes=z, host_s=host, host_wait_s=wait)
+    assert float(launch_bound_s(stage(3.0))) == 1.0
+    assert float(launch_bound_s(stage(1.0))) == 0.5
+    for host in (1.0, 2.0, 3.0, 4.0):
+        slow = 2.0 + float(launch_bound_s(stage(host)))
+        fast = 1.0 + float(launch_bound_s(stage(host, device=1.0, wait=1.0)))
+        assert fast <= slow, host
+
+
 def test_host_time_counts_the_kernels_of_each_layer() -> None:
     """eager PyTorch, GELU MLP: (16 + 30) kernels per layer, plus 16 x the checkpoint factor
     under full recompute, at launch_s each."""
