@@ -116,7 +116,30 @@ def _shares(workload: Workload, mixed: MixedCluster, link: ClusterSpec,
     step = balanced_step_s(slope, base, replicas, total)
     balanced = [np.maximum(np.floor((step - b) / a + 1e-9), 1.0)
                 for a, b in zip(slope, base, strict=True)]
+    balanced = trimmed_counts(balanced, slope, base, replicas, total)
     return [np.where(d.shares == _EQUAL, d.micro_batches, m) for m in balanced]
+
+
+def trimmed_counts(counts: list[Array], slope: list[Array], base: list[Array],
+                   replicas: list[Array], micro_batches: Array) -> list[Array]:
+    """Micro-batches per replica that do the step's `micro_batches` and no more: at the
+    balanced step time several pools may each fit one more micro-batch, which together
+    overshoot the batch (8 replicas x 62 + 4 x 133 = 1,028 samples for a batch of 1,024).
+    The busiest pool that can give back whole micro-batches (each of its replicas one, while
+    the rest still make the batch, one a replica at least) does, then the next; giving back
+    never lengthens the step."""
+    counts = list(counts)
+    for _ in counts:
+        over = sum((d * m for d, m in zip(replicas, counts, strict=True)),
+                   start=np.float64(0.0)) - micro_batches
+        spare = [np.minimum(np.floor(over / d + 1e-9), m - 1.0)
+                 for d, m in zip(replicas, counts, strict=True)]
+        busy = np.stack([np.where(s >= 1.0, m * a + b, -np.inf) for s, m, a, b in zip(
+            spare, counts, slope, base, strict=True)])
+        pick = np.argmax(busy, axis=0)
+        counts = [np.where((pick == i) & (s >= 1.0), m - s, m)
+                  for i, (s, m) in enumerate(zip(spare, counts, strict=True))]
+    return counts
 
 
 def data_parallel(workload: Workload, mixed: MixedCluster, training: TrainingSpec,

@@ -23,7 +23,7 @@ from cost.degrees import degrees
 from cost.validity import rules
 
 __all__ = ["GRID_KNOBS", "LAYOUT_ROWS", "ClusterGrid", "PlanGrid", "global_rules_pass",
-           "layout_rows", "stack_clusters"]
+           "layout_rows", "no_op_duplicates", "stack_clusters"]
 
 GRID_KNOBS = ("recompute", "zero", "offload", "sync", "parameter_servers")
 """Knobs that no structural rule relates to another knob (cost.validity: each is checked value
@@ -112,7 +112,8 @@ def layout_rows(workload: Workload, cluster: ClusterSpec | MixedCluster, trainin
                 ) -> Iterator[dict[str, np.ndarray]]:
     """The combinations of the `layout` knobs' values (`coded`: model numbers) that break no
     rule reading only layout knobs, in product order, at most LAYOUT_ROWS checked at a time.
-    Sequence parallelism is kept only where tp > 1 (elsewhere it is a duplicate)."""
+    Sequence parallelism at tp 1 is dropped where the plan without it is a choice too
+    (no_op_duplicates)."""
     readable = set(layout) | {"gpus"}
     checked = [r for r in rules(workload, cluster, training)
                if r.knobs and set(r.knobs) <= readable]
@@ -123,9 +124,20 @@ def layout_rows(workload: Workload, cluster: ClusterSpec | MixedCluster, trainin
         for rule in checked:
             ok &= ~np.broadcast_to(rule.broken(d), ok.shape)
         if "sequence_parallel" in chunk and "tp" in chunk:
-            ok &= (chunk["sequence_parallel"] == 0) | (chunk["tp"] > 1)
+            ok &= ~no_op_duplicates(chunk, coded["sequence_parallel"])
         if np.any(ok):
             yield {name: values[ok] for name, values in chunk.items()}
+
+
+def no_op_duplicates(chunk: Mapping[str, np.ndarray], sequence_parallel: np.ndarray
+                     ) -> np.ndarray:
+    """The rows that run sequence parallelism at tp 1, where it changes nothing, when the
+    space offers the same plan without it (`sequence_parallel`: the knob's model numbers):
+    that plan stands for both. Where sequence parallelism is the only choice
+    (`sequence_parallel: true`), its tp 1 plans are the space's plans at tp 1 and stay."""
+    if not np.any(np.asarray(sequence_parallel) == 0):
+        return np.zeros(np.shape(chunk["tp"]), dtype=bool)
+    return (np.asarray(chunk["sequence_parallel"]) != 0) & (np.asarray(chunk["tp"]) <= 1)
 
 
 def _product(coded: Mapping[str, np.ndarray], names: Sequence[str]

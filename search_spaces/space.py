@@ -40,6 +40,7 @@ from .grid import (
     global_rules_pass,
     joinable,
     layout_rows,
+    no_op_duplicates,
     split_knobs,
     stack_clusters,
 )
@@ -241,7 +242,7 @@ class Space:
         for chunk in _product_chunks(axes):
             plan = Plan(**chunk)
             ok = structurally_valid(self.model, cluster, self.training, plan)
-            ok &= (chunk["sequence_parallel"] == 0) | (chunk["tp"] > 1)  # no-op duplicates
+            ok &= ~no_op_duplicates(chunk, dict(axes)["sequence_parallel"])
             if np.any(ok):
                 yield Plan(**{k: v[ok] for k, v in chunk.items()})
 

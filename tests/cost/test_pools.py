@@ -142,6 +142,29 @@ def test_balanced_shares_give_the_faster_pool_more_and_finish_together() -> None
     assert [float(u.micro_batches) for u in equal.pools] == [32.0, 32.0]
 
 
+def test_balanced_shares_make_the_batch_and_no_more() -> None:
+    """Llama 3 70B, tp 4 pp 4, on 16 H100 and 8 B200 nodes: at the balanced step time the
+    H100s' 8 replicas fit 62 micro-batches and the B200s' 4 fit 133, 1,028 samples for a batch
+    of 1,024, which tuner evaluate showed and the exports' notes told a user to launch. Each
+    plan's replicas now do the batch exactly where a pool can give back whole micro-batches
+    (here 132 on the B200s); the step is not longer for it."""
+    h100, b200 = (ClusterSpec.of(gpu_catalog()[g], nodes=n) for g, n in (("h100-80gb", 16),
+                                                                          ("b200", 8)))
+    cluster = mix(h100, b200, inter=50e9)
+    model = model_catalog()["llama3-70b"]
+    training = TrainingSpec(global_batch=1024)
+    plan = Plan(tp=np.array([4.0, 8.0, 2.0, 4.0]), pp=np.array([4.0, 2.0, 4.0, 2.0]),
+                micro_batch=np.array([1.0, 1.0, 1.0, 2.0]), sequence_parallel=1.0, zero=1.0,
+                placement=float(encode("placement", ["data"])[0]),
+                batch_shares=float(encode("batch_shares", [Shares.BALANCED])[0]))
+    step = _both(model, cluster, training, plan)
+    d = degrees(cluster.using((0, 1)), training, plan)
+    samples = sum(np.broadcast_to(u.replicas * u.micro_batches, d.shape) for u in step.pools)
+    assert np.all(samples * d.mb == 1024), samples
+    assert [float(np.ravel(u.micro_batches)[0]) for u in step.pools] == [62.0, 132.0]
+    assert float(np.ravel(step.pools[1].busy_s)[0]) < float(np.ravel(step.pools[0].busy_s)[0])
+
+
 def test_launch_bound_replicas_run_at_the_hosts_pace_on_any_gpu() -> None:
     """Micro-batches of 128 tokens at tp=8 take less time on either GPU than launching their
     kernels: both pools wait for the same host, so balanced shares are the equal ones."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
 import pytest
 
 import cost
@@ -35,7 +36,8 @@ def as_list(value: Any) -> list[Any]:
 
 def brute_force_count(data: dict[str, Any]) -> int:
     """Every combination of the written values (nodes and plan knobs), kept when
-    cost.plan_violations finds nothing and sequence parallelism is not a no-op (tp = 1)."""
+    cost.plan_violations finds nothing, less sequence parallelism at tp = 1 (a no-op) where
+    the plan without it is written too."""
     plan_values = {k.name: as_list(data["plan"].get(k.name, getattr(k.default, "value", k.default)))
                    for k in cost.KNOBS}
     total = 0
@@ -44,7 +46,8 @@ def brute_force_count(data: dict[str, Any]) -> int:
         model, cluster, training, _ = fixed.to_cost_inputs(check=False)
         for combo in itertools.product(*plan_values.values()):
             v = dict(zip(plan_values, combo, strict=True))
-            if v["sequence_parallel"] and v["tp"] == 1:
+            if v["sequence_parallel"] and v["tp"] == 1 \
+                    and False in plan_values["sequence_parallel"]:
                 continue
             plan = cost.Plan(**{k: float(cost.codec.encode(k, [x])[0]) for k, x in v.items()})
             total += cost.plan_violations(model, cluster, training, plan) == []
@@ -113,6 +116,8 @@ SMALL_PLANS = {
     "everything": {"tp": [1, 2, 4], "pp": [1, 2, 4], "cp": [1, 2], "virtual_stages": [1, 2],
                    "micro_batch": [1, 4],
                    "sequence_parallel": [False, True], "zero": [0, 2], "dp": [1, 2, 8]},
+    "sequence_parallel_on": {"tp": [1, 2, 4], "pp": [1, 2], "micro_batch": [1, 2],
+                             "sequence_parallel": True},
 }
 
 
@@ -130,7 +135,20 @@ def test_count_is_the_brute_force_count(case: str, nodes: int) -> None:
     assert count == expected
 
 
-@pytest.mark.parametrize("case", ["dp", "everything"])
+def test_sequence_parallel_on_keeps_its_tp_1_plans() -> None:
+    """`sequence_parallel: true` asks for it where it applies: the plans at tp 1 (where it is
+    a no-op) stay in the space, in the flat plans and in the grids alike; they were dropped as
+    duplicates of plans the spec did not allow, so a sweep called 'optimal' missed them."""
+    space = space_of(tiny_data({"tp": [1, 2], "pp": 1, "sequence_parallel": True}))
+    cluster = space.cluster(next(space.cluster_combinations()))
+    flat = {int(tp) for plans in space.plans(cluster) for tp in np.ravel(plans.tp)}
+    gridded = {int(tp) for grid in space.grids(cluster) for tp in grid.layouts["tp"]}
+    assert flat == gridded == {1, 2}
+    both = space_of(tiny_data({"tp": [1, 2], "pp": 1, "sequence_parallel": [False, True]}))
+    assert both.count() == space.count() + 1  # tp 2 with and without, tp 1 once
+
+
+@pytest.mark.parametrize("case", ["dp", "everything", "sequence_parallel_on"])
 def test_count_with_a_cluster_choice_sums_the_clusters(case: str) -> None:
     data = tiny_data(SMALL_PLANS[case], nodes=[1, 2])
     space = space_of(data)

@@ -101,6 +101,20 @@ def test_a_split_uneven_in_the_middle_or_uneven_batches_are_notes() -> None:
     assert any("balanced shares" in n and "a 6, b 10" in n for n in notes)
 
 
+def test_the_equal_shares_advised_for_a_launch_divide_the_batch() -> None:
+    """8 H100 replicas x 62 micro-batches + 4 B200 replicas x 132 (a batch of 1,024 on dp 12):
+    the note advised batch_shares: equal, which that dp refuses (dp·micro_batch = 12 does not
+    divide global_batch=1024); it says the dp must divide the batch too."""
+    data = (_part("h", "data", replicas=8.0, micro_batches=62.0),
+            _part("b", "data", gpu="b200", replicas=4.0, micro_batches=132.0))
+    note = next(n for n in pool_notes(data, "Megatron-LM", None) if "balanced" in n)
+    assert "a dp that divides the batch's 1024 micro-batches (not 12)" in note
+    even = (_part("h", "data", replicas=8.0, micro_batches=6.0),
+            _part("b", "data", replicas=8.0, micro_batches=10.0))
+    note = next(n for n in pool_notes(even, "Megatron-LM", None) if "balanced" in n)
+    assert note.endswith("plan with batch_shares: equal to launch as written")
+
+
 def test_unnamed_pools_give_each_pool_its_own_nodes(tmp_path: Path) -> None:
     """Pools need no name; a used pool beside an idle one, both unnamed, is written with its
     own node count (pools are matched by position: by name, the idle pool's 0 nodes were

@@ -125,9 +125,14 @@ def pool_notes(parts: tuple[PoolPart, ...], framework: str, split: list[int] | N
                      "--nproc-per-node")
     if parts and parts[0].role == "data" and len({p.micro_batches for p in parts}) > 1:
         shares = ", ".join(f"{p.name} {p.micro_batches:g}" for p in parts)
+        batch = sum(p.replicas * p.micro_batches for p in parts)
+        dp = sum(p.replicas for p in parts)
+        fix = "batch_shares: equal" if batch % dp == 0 else \
+            f"batch_shares: equal and a dp that divides the batch's {batch:g} micro-batches " \
+            f"(not {dp:g})"
         notes.append(f"balanced shares: micro-batches per replica and step {shares}; "
                      f"{framework} gives every data-parallel rank the same batch (no option "
-                     "sets one per rank): plan with batch_shares: equal to launch as written")
+                     f"sets one per rank): plan with {fix} to launch as written")
     if split is not None and end_split(split) is None:
         notes.append(f"layers per stage {split}: {framework} splits evenly but for the first "
                      "and the last stage; set this split in the model's layer layout")
