@@ -145,10 +145,22 @@ def from_validation_error(
     of a union may each complain about one value), as a SpecError or, for several, a
     SpecErrors with one line each."""
     found: dict[str, SpecError] = {}
-    for error in _pair_misspellings([dict(e) for e in err.errors()], sections):
+    errors = _drop_emptied_lists([dict(e) for e in err.errors()])
+    for error in _pair_misspellings(errors, sections):
         one = _spec_error(error, sections, file)
         found.setdefault(one.field, one)
     return one_or_many(list(found.values()))
+
+
+def _drop_emptied_lists(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without pydantic's 'tuple should have at least 1 item after validation, not 0' for a
+    list that was not empty: a tuple field adds it when every item it was given failed
+    (`tp: [0]`, a pool with an unknown GPU), a second line that contradicted the spec's
+    text beside the line naming the bad item."""
+    failed_items = {tuple(e["loc"][:i]) for e in errors for i, part in enumerate(e["loc"])
+                    if isinstance(part, int)}
+    return [e for e in errors if not (e["type"] == "too_short" and e.get("input")
+                                      and tuple(e["loc"]) in failed_items)]
 
 
 def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
