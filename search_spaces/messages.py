@@ -168,9 +168,9 @@ def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
     mark = getattr(err, "problem_mark", None)
     where = mark_place(mark)
     problem = str(getattr(err, "problem", None) or err)
-    tag = re.search(r"'tag:yaml\.org,2002:([^']+)'", problem)
+    tag = re.search(r"tag '([^']+)'", problem)
     if isinstance(err, yaml.constructor.ConstructorError) and "tag" in problem:
-        name = f"!!{tag.group(1)}" if tag else "this tag"
+        name = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "this tag"
         return SpecError(f"YAML tag {name} is not allowed: a spec holds plain values only; "
                          "remove the tag", file=file, field=where)
     return SpecError(f"malformed YAML: {problem}; fix the syntax (indentation, quotes, colons)",
