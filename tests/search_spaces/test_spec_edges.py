@@ -332,3 +332,16 @@ def test_a_list_whose_every_item_is_wrong_is_one_line_per_item(section: str, val
         parse_spec(data, file="s.yaml")
     assert not isinstance(raised.value, SpecErrors), str(raised.value)
     assert str(raised.value).startswith(f"s.yaml: {field}: ")
+
+
+@pytest.mark.parametrize("expansion", [
+    {"capacity": "1 TiB"},
+    {"capacity": ["0 GiB", "512 GiB"], "bandwidth": [0, "64 GB/s"]},
+])
+def test_an_expansion_tier_without_a_bandwidth_is_refused(expansion: dict[str, Any]) -> None:
+    """Before: offload into it ran at the model's 1 byte/s floor, a 'feasible' plan whose
+    step took 84 years."""
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(cluster={"expansion": expansion}), file="s.yaml")
+    assert str(raised.value).startswith("s.yaml: cluster.expansion.bandwidth: a tier of ")
+    assert parse_spec(_spec(cluster={"expansion": {"capacity": 0}}), file="s.yaml")
