@@ -61,6 +61,19 @@ class Expansion(Frozen):
     capacity: Choosable[ExpansionCapacity] = 0.0
     bandwidth: Choosable[ExpansionBandwidth] = 0.0
 
+    @model_validator(mode="after")
+    def _bandwidth_of_a_tier(self) -> "Expansion":
+        """A tier with a capacity and no bandwidth (left out, or 0 among its choices) moved
+        offloaded state at the cost model's floor of 1 byte/s: steps of years, on plans
+        called feasible."""
+        capacity = max(_each(self.capacity))
+        if capacity > 0 and min(_each(self.bandwidth)) == 0:
+            raise SpecError(f"a tier of {capacity / 2**30:,.4g} GiB moves nothing without a "
+                            "bandwidth (per GPU, one direction); give it, e.g. "
+                            "bandwidth: \"64 GB/s\", or capacity: 0 for no tier",
+                            field="bandwidth")
+        return self
+
 
 class NodeFields(Frozen):
     """What a cluster and each of its pools say about their nodes; left-out fields take the
@@ -168,6 +181,11 @@ def node_cluster(c: dict[str, Any], precision: str, *, where: str) -> ClusterSpe
     over["pricing"] = c["pricing"]
     over["revocations_per_node_hour"] = c["revocations_per_node_hour"]
     return ClusterSpec.of(gpu, **over)
+
+
+def _each(value: Any) -> tuple[float, ...]:
+    """The values of a field that is fixed or a choice."""
+    return tuple(value.values()) if isinstance(value, (Choice, IntRange)) else (value,)
 
 
 def _largest(value: Any) -> int:

@@ -145,10 +145,22 @@ def from_validation_error(
     of a union may each complain about one value), as a SpecError or, for several, a
     SpecErrors with one line each."""
     found: dict[str, SpecError] = {}
-    for error in _pair_misspellings([dict(e) for e in err.errors()], sections):
+    errors = _drop_emptied_lists([dict(e) for e in err.errors()])
+    for error in _pair_misspellings(errors, sections):
         one = _spec_error(error, sections, file)
         found.setdefault(one.field, one)
     return one_or_many(list(found.values()))
+
+
+def _drop_emptied_lists(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without pydantic's 'tuple should have at least 1 item after validation, not 0' for a
+    list that was not empty: a tuple field adds it when every item it was given failed
+    (`tp: [0]`, a pool with an unknown GPU), a second line that contradicted the spec's
+    text beside the line naming the bad item."""
+    failed_items = {tuple(e["loc"][:i]) for e in errors for i, part in enumerate(e["loc"])
+                    if isinstance(part, int)}
+    return [e for e in errors if not (e["type"] == "too_short" and e.get("input")
+                                      and tuple(e["loc"]) in failed_items)]
 
 
 def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
@@ -156,9 +168,9 @@ def from_yaml_error(err: yaml.YAMLError, *, file: str) -> SpecError:
     mark = getattr(err, "problem_mark", None)
     where = mark_place(mark)
     problem = str(getattr(err, "problem", None) or err)
-    tag = re.search(r"'tag:yaml\.org,2002:([^']+)'", problem)
+    tag = re.search(r"tag '([^']+)'", problem)
     if isinstance(err, yaml.constructor.ConstructorError) and "tag" in problem:
-        name = f"!!{tag.group(1)}" if tag else "this tag"
+        name = tag.group(1).replace("tag:yaml.org,2002:", "!!") if tag else "this tag"
         return SpecError(f"YAML tag {name} is not allowed: a spec holds plain values only; "
                          "remove the tag", file=file, field=where)
     return SpecError(f"malformed YAML: {problem}; fix the syntax (indentation, quotes, colons)",

@@ -17,8 +17,13 @@ import yaml
 from .errors import SpecError
 from .messages import from_yaml_error, mark_place
 
-__all__ = ["DuplicateKeyError", "NumberTooLongError", "StrictLoader", "decode_text",
+__all__ = ["TOO_DEEP", "DuplicateKeyError", "NumberTooLongError", "StrictLoader", "decode_text",
            "load_yaml", "read_text", "too_long_number"]
+
+
+TOO_DEEP = ("nested too deeply: lists and mappings hundreds of levels one inside another, "
+            "where a spec needs a few; check the brackets and the indentation")
+"""A document past Python's recursion limit: PyYAML builds it recursively (a traceback)."""
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -104,8 +109,12 @@ def load_yaml(text: str, *, file: str) -> Any:
         return yaml.load(text, Loader=FastStrictLoader)
     except yaml.YAMLError:
         pass  # refused: read again by PyYAML's own parser, whose message the user gets
+    except RecursionError:
+        raise SpecError(TOO_DEEP, file=file) from None
     try:
         return yaml.load(text, Loader=StrictLoader)
+    except RecursionError:  # PyYAML composes and constructs nodes recursively
+        raise SpecError(TOO_DEEP, file=file) from None
     except (DuplicateKeyError, NumberTooLongError) as err:
         mark = err.problem_mark
         where = mark_place(mark)

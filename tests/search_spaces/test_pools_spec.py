@@ -89,7 +89,7 @@ def test_a_pool_has_its_own_expansion_tier() -> None:
     assert float(mixed.pools[0].expansion_capacity_bytes) == 512 * 2**30
     assert float(mixed.pools[1].expansion_capacity_bytes) == 0.0
     with pytest.raises(SpecError, match="each pool has its own expansion"):
-        parse_spec(data({**cluster, "expansion": {"capacity": "1 TiB"}}))
+        parse_spec(data({**cluster, "expansion": {"capacity": "1 TiB", "bandwidth": "64 GB/s"}}))
 
 
 ERRORS = [

@@ -282,6 +282,23 @@ def test_python_yaml_tags_are_refused(tmp_path: Path) -> None:
     assert not marker.exists()
 
 
+def test_a_local_yaml_tag_is_named(tmp_path: Path) -> None:
+    """Not 'YAML tag this tag is not allowed': a tag outside yaml.org's (`!mine`) is named."""
+    with pytest.raises(SpecError, match="YAML tag !mine is not allowed") as caught:
+        load_spec(_write(tmp_path, "model: !mine gpt3-1.3b\n"))
+    assert caught.value.field == "line 1, column 8"
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 3000 + "]" * 3000,
+                                  "".join(" " * i + "a:\n" for i in range(3000))])
+def test_a_document_nested_past_pythons_recursion_limit_is_one_error(tmp_path: Path,
+                                                                    text: str) -> None:
+    """PyYAML composes nodes recursively: a RecursionError and a traceback (exit 1)."""
+    with pytest.raises(SpecError, match="nested too deeply") as caught:
+        load_spec(_write(tmp_path, text + "\n"))
+    assert caught.value.file.endswith(".yaml")
+
+
 def test_a_spec_must_be_a_mapping(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"YAML mapping.*got a list"):
         load_spec(_write(tmp_path, "- just\n- a list\n"))

@@ -311,3 +311,37 @@ def test_a_study_name_fits_every_storage() -> None:
         parse_spec(_spec(name="é" * 513), file="s.yaml")
     assert str(raised.value).startswith("s.yaml: name: 513 characters; a study name has at "
                                         "most 512")
+
+
+@pytest.mark.parametrize(("section", "value", "field"), [
+    ("plan", {"tp": [0]}, "plan.tp[0]"),
+    ("cluster", {"gpu": ["a100-80gbx"]}, "cluster.gpu[0]"),
+    ("cluster", {"gpu": None, "nodes": None,
+                 "pools": [{"gpu": "a100-80gb", "nodes": -1}]}, "cluster.pools[0].nodes"),
+    ("model", {"kind": "layers", "layers": [{"name": "a", "forward_flops": -1, "params": 1,
+                                              "activation_bytes": 1}]},
+     "model.layers[0].forward_flops"),
+])
+def test_a_list_whose_every_item_is_wrong_is_one_line_per_item(section: str, value: Any,
+                                                                 field: str) -> None:
+    """pydantic adds 'tuple should have at least 1 item after validation, not 0' to a list
+    whose items all failed: a second line about a list the spec gives one item."""
+    data = _spec(**{section: value})
+    data["cluster"] = {k: v for k, v in data["cluster"].items() if v is not None}
+    with pytest.raises(SpecError) as raised:
+        parse_spec(data, file="s.yaml")
+    assert not isinstance(raised.value, SpecErrors), str(raised.value)
+    assert str(raised.value).startswith(f"s.yaml: {field}: ")
+
+
+@pytest.mark.parametrize("expansion", [
+    {"capacity": "1 TiB"},
+    {"capacity": ["0 GiB", "512 GiB"], "bandwidth": [0, "64 GB/s"]},
+])
+def test_an_expansion_tier_without_a_bandwidth_is_refused(expansion: dict[str, Any]) -> None:
+    """Before: offload into it ran at the model's 1 byte/s floor, a 'feasible' plan whose
+    step took 84 years."""
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(cluster={"expansion": expansion}), file="s.yaml")
+    assert str(raised.value).startswith("s.yaml: cluster.expansion.bandwidth: a tier of ")
+    assert parse_spec(_spec(cluster={"expansion": {"capacity": 0}}), file="s.yaml")

@@ -140,6 +140,37 @@ def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "calibration" in result.output
 
 
+@pytest.mark.parametrize(("profile", "words"), [
+    ("efficiency: 5\n", "efficiency: must be a mapping of field: value"),  # a traceback
+    ("efficiency: {gemm_fraction: .nan}\n", "efficiency.gemm_fraction: must be a finite"),
+    ("efficiency: {network_fraction: 0}\n", "efficiency.network_fraction: must be more than 0"),
+    ("efficiency: {hbm_fraction: 0}\n", "efficiency.hbm_fraction: must be more than 0"),
+    ("efficiency: {ps_bytes_per_s: 0}\n", "efficiency.ps_bytes_per_s: must be more than 0"),
+    ("gemm_fraction_by_gpu: {a100-80gb: .inf}\n", "gemm_fraction_by_gpu.a100-80gb: must be"),
+    ("efficency: {gemm_fraction: 0.5}\n", "efficency: unknown section 'efficency'; did you "
+                                          "mean 'efficiency'?"),
+    ("", "a profile is a mapping with `efficiency`"),
+    ("directory", "cannot be read"),
+])
+def test_a_profile_that_would_change_nothing_or_break_the_model_is_refused(
+        tmp_path: Path, profile: str, words: str) -> None:
+    """Before: a NaN or a zero rate gave a null step time on a 'feasible' plan, a
+    misspelt section or an empty file applied no calibration without a word, and a
+    non-mapping section or a zero server rate was a traceback (exit 1)."""
+    if profile == "directory":
+        (tmp_path / "p.yaml").mkdir()
+    else:
+        (tmp_path / "p.yaml").write_text(profile)
+    data = tiny("badprofile", plan={"tp": 2})
+    data["calibration"] = "p.yaml"
+    spec = write(tmp_path, data)
+    result = CliRunner().invoke(main, ["evaluate", str(spec), "--json"])
+    assert result.exit_code == 2 and not result.stdout, result.output
+    assert result.stderr.startswith(f"error: {spec}: calibration: {tmp_path / 'p.yaml'}: "
+                                    f"{words}"), result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
 def test_each_run_is_fitted_on_its_own_stack(tmp_path: Path) -> None:
     """Runs on an older stack (no flash attention, no TP overlap: the spec's `stack`) and on a
     current one, measured with one GEMM fraction: the fit recovers it only because each row is

@@ -87,6 +87,10 @@ BAD = {
     "choice.yaml": ("  tp: 8\n", "  tp: [4, 8]\n", "plan.tp"),
     "yaml.yaml": ("model: llama3-70b", "model: [llama3-70b", "line"),
     "tag.yaml": ("model: llama3-70b", "model: !!python/object/apply:os.system [ls]", "line 4"),
+    "local-tag.yaml": ("model: llama3-70b", "model: !mine llama3-70b",
+                       "line 4, column 8: YAML tag !mine is not allowed"),
+    "deep.yaml": ("model: llama3-70b", "model: " + "[" * 3000 + "]" * 3000,
+                  "nested too deeply"),  # PyYAML recursed past Python's limit: a traceback
 }
 
 

@@ -174,6 +174,9 @@ def test_contradictory_flags(stored: tuple[Path, str], tmp_path: Path) -> None:
         assert f"{flags[0]} contradicts --sampler exhaustive" in err[0]
     err = _refused(["export", "kept", "--jsn", "--storage", url], db)
     assert "export: no such option" in err[0] and "--jsn" in err[0]  # click words it by release
+    err = _refused(["--jsn", "export", "kept", "--storage", url], db)  # tuner's own option:
+    assert ": no such option" in err[0]  # click's 4-line usage banner before
+    assert "--jsn" in err[0] and err[0].endswith(" --help`")
 
 
 def test_the_gp_sampler_without_pytorch_names_where_it_was_asked_for(

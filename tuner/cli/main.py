@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -125,6 +125,14 @@ class _Group(click.Group):
                 ctx.fail(f"no such command {name!r} (did you mean `tuner {near}`?)")
         return super().resolve_command(ctx, args)
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """click's, with an unknown option of `tuner` itself (`tuner --bogus evaluate`) one
+        line as a command's is, not click's usage banner."""
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            _usage_line(err, ctx)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, text) for name, (_, text) in COMMANDS.items()])
@@ -141,11 +149,7 @@ class _Group(click.Group):
         except click.UsageError as err:  # a command's options: one line, not click's banner
             if ctx.params.get("debug"):
                 raise
-            where = err.ctx.command_path if err.ctx is not None else ctx.command_path
-            message = " ".join(err.format_message().split()).replace(". (", " (").rstrip(".")
-            message = message[:1].lower() + message[1:]
-            click.echo(f"error: {where}: {message}; see `{where} --help`", err=True)
-            sys.exit(EXIT_USER_ERROR)
+            _usage_line(err, ctx)
         except Exception as err:
             if ctx.params.get("debug") or not isinstance(err, _user_errors()):
                 raise
@@ -154,6 +158,16 @@ class _Group(click.Group):
             for line in _lines(err):
                 click.echo(f"error: {advised(line, ctx)}", err=True)
             sys.exit(EXIT_USER_ERROR)
+
+
+def _usage_line(err: click.UsageError, ctx: click.Context) -> NoReturn:
+    """A usage error as one line on stderr, exit code 2: 'error: tuner search: invalid value
+    for '--trials': ...; see `tuner search --help`'."""
+    where = err.ctx.command_path if err.ctx is not None else ctx.command_path
+    message = " ".join(err.format_message().split()).replace(". (", " (").rstrip(".")
+    message = message[:1].lower() + message[1:]
+    click.echo(f"error: {where}: {message}; see `{where} --help`", err=True)
+    sys.exit(EXIT_USER_ERROR)
 
 
 _SYNONYMS = {"list": "studies", "ls": "studies", "show": "best", "run": "search",
