@@ -10,9 +10,11 @@ from .identity import cost_model_version, problem, problem_differences, problem_
 from .listing import (
     best_payload,
     best_results,
+    export_page,
     export_trials,
     list_studies,
     nearest_result,
+    studies_page,
     trials_table,
 )
 from .locate import LEGACY_STORAGE_URL, Located, locate_storage
@@ -21,6 +23,7 @@ from .metadata import (
     check_problem,
     create_or_continue,
     load_study,
+    nearest_name,
     set_target_trials,
     spec_digest,
     stored_spec,
@@ -103,6 +106,7 @@ __all__ = [
     "create_or_continue",
     "directory_problem",
     "equivalent_plans",
+    "export_page",
     "export_trials",
     "fail_silent_trials",
     "finished_under_us",
@@ -112,6 +116,7 @@ __all__ = [
     "locate_storage",
     "metric_names",
     "name_metrics",
+    "nearest_name",
     "nearest_result",
     "open_storage",
     "problem",
@@ -132,6 +137,7 @@ __all__ = [
     "store_search_settings",
     "store_swept",
     "stored_spec",
+    "studies_page",
     "swept",
     "target_trials",
     "to_run",

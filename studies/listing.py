@@ -20,8 +20,8 @@ from .errors import StudyError
 from .metadata import load_study, target_trials
 from .records import RESULT_ATTR, TrialResult, equivalent_plans, is_feasible, result_of
 
-__all__ = ["best_payload", "best_results", "export_trials", "list_studies", "nearest_result",
-           "trials_table"]
+__all__ = ["best_payload", "best_results", "export_page", "export_trials", "list_studies",
+           "nearest_result", "studies_page", "trials_table"]
 
 _STATES = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED,
            "fail": TrialState.FAIL, "running": TrialState.RUNNING}
@@ -61,8 +61,28 @@ def _summary(study: optuna.Study) -> dict[str, Any]:
 def list_studies(storage: optuna.storages.BaseStorage) -> list[dict[str, Any]]:
     """One summary per study, by name: directions, objectives, trial target, counts by state
     (complete, pruned, fail, running), best feasible value(s), cost-model version."""
+    return studies_page(storage, offset=0, limit=None)[0]
+
+
+def studies_page(storage: optuna.storages.BaseStorage, *, offset: int, limit: int | None
+                 ) -> tuple[list[dict[str, Any]], int]:
+    """The summaries (list_studies) of the studies `offset` to `offset + limit` (None: all)
+    by name, and how many studies the storage holds; a study deleted meanwhile is left
+    out."""
     names = sorted(optuna.study.get_all_study_names(storage))
-    return [_summary(load_study(storage, name)) for name in names]
+    page = names[offset:] if limit is None else names[offset:offset + limit]
+    summaries = [_summary_if_there(storage, name) for name in page]
+    return [s for s in summaries if s is not None], len(names)
+
+
+def _summary_if_there(storage: optuna.storages.BaseStorage, name: str
+                      ) -> dict[str, Any] | None:
+    try:
+        return _summary(load_study(storage, name))
+    except (StudyError, KeyError):
+        if name in optuna.study.get_all_study_names(storage):
+            raise
+        return None  # deleted since the names were read
 
 
 def _plan_key(trial: FrozenTrial) -> str:
@@ -216,13 +236,23 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def export_page(study: optuna.Study, *, offset: int, limit: int | None
+                ) -> tuple[list[dict[str, Any]], int]:
+    """The JSON export's rows (export_trials) of the trials `offset` to `offset + limit`
+    (None: all) by number, and how many trials the study holds. Optuna reads every trial of
+    the study still; only the rows of the page are built."""
+    trials = study.get_trials(deepcopy=False)
+    page = trials[offset:] if limit is None else trials[offset:offset + limit]
+    rows = [{k: _json_safe(v) for k, v in _trial_row(t, keep_lists=True).items()}
+            for t in page]
+    return rows, len(trials)
+
+
 def export_trials(study: optuna.Study, fmt: Literal["csv", "json"]) -> str:
     """The trials table as CSV (header: the union of the rows' keys in first-seen order) or as
     a JSON list of row objects."""
     if fmt == "json":
-        safe = [{k: _json_safe(v) for k, v in row.items()}
-                for row in trials_table(study, keep_lists=True)]
-        return json.dumps(safe, indent=2)
+        return json.dumps(export_page(study, offset=0, limit=None)[0], indent=2)
     if fmt != "csv":
         raise StudyError(f"export format {fmt!r} is unknown; use 'csv' or 'json'")
     rows = trials_table(study)

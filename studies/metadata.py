@@ -34,6 +34,7 @@ __all__ = [
     "check_problem",
     "create_or_continue",
     "load_study",
+    "nearest_name",
     "set_target_trials",
     "spec_digest",
     "stored_spec",
@@ -229,13 +230,19 @@ def load_study(
     return study
 
 
-def _nearest_name(storage: optuna.storages.BaseStorage, name: str) -> str:
-    """" (did you mean 'NAME'?)" for the stored study name nearest a mistyped one, else ""."""
+def nearest_name(storage: optuna.storages.BaseStorage, name: str) -> str | None:
+    """The stored study name nearest a mistyped one (difflib's closest match), if any."""
     import difflib  # only for a study that is not there
 
     names = [s.study_name for s in storage.get_all_studies()]
     near = difflib.get_close_matches(name, names, n=1)
-    return f" (did you mean '{near[0]}'?)" if near else ""
+    return near[0] if near else None
+
+
+def _nearest_name(storage: optuna.storages.BaseStorage, name: str) -> str:
+    """" (did you mean 'NAME'?)" for the stored study name nearest a mistyped one, else ""."""
+    near = nearest_name(storage, name)
+    return f" (did you mean '{near}'?)" if near is not None else ""
 
 
 def stored_spec(study: optuna.Study) -> StudySpec:

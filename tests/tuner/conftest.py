@@ -1,5 +1,6 @@
-"""Fixtures of the HTTP API's tests (test_serve, test_serve_http): a server on a SQLite file
-with one worker, module-scoped (one server per module), and a client of it."""
+"""Fixtures of the HTTP API's tests (test_serve, test_serve_http, test_serve_control): a
+server on a SQLite file with one worker, module-scoped (one server per module), and a client
+of it."""
 
 from __future__ import annotations
 

@@ -225,8 +225,8 @@ def test_unknown_routes_and_methods_say_which_there_are(client: httpx.Client) ->
     assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
     assert wrong.json() == {"error": "GET /v1/evaluate: this route takes POST; "
                                      "/openapi.json lists the routes"}
-    assert client.delete("/v1/studies/x").json()["error"].startswith(
-        "DELETE /v1/studies/x: this route takes GET, HEAD; ")
+    assert client.put("/v1/studies/x").json()["error"].startswith(
+        "PUT /v1/studies/x: this route takes DELETE, GET, HEAD; ")
 
 
 def test_bad_parameters_are_422_in_one_line(client: httpx.Client) -> None:
@@ -239,7 +239,8 @@ def test_the_openapi_schema_and_docs_are_served(client: httpx.Client) -> None:
     paths = set(schema["paths"])
     assert {"/v1/evaluate", "/v1/studies", "/v1/studies/{name}", "/v1/studies/{name}/best",
             "/v1/studies/{name}/trials", "/v1/studies/{name}/plan",
-            "/v1/studies/{name}/report"} <= paths
+            "/v1/studies/{name}/report", "/v1/studies/{name}/stop"} <= paths
+    assert set(schema["paths"]["/v1/studies/{name}"]) == {"get", "delete"}
     components = schema["components"]["schemas"]
     assert {"StudySpec", "PlanSection", "ClusterSection", "StudyStatus"} <= set(components)
     body = schema["paths"]["/v1/studies"]["post"]["requestBody"]["content"]

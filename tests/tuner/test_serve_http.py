@@ -62,8 +62,10 @@ def test_a_form_upload_is_415_not_a_yaml_error(client: httpx.Client, path: str) 
     ("PUT", "/v1/studies", "GET, HEAD, POST"),
     ("DELETE", "/v1/studies", "GET, HEAD, POST"),
     ("HEAD", "/v1/evaluate", "POST"),
-    ("DELETE", "/v1/studies/x", "GET, HEAD"),
+    ("PUT", "/v1/studies/x", "DELETE, GET, HEAD"),
     ("OPTIONS", "/v1/studies/x/report", "GET, HEAD"),
+    ("GET", "/v1/studies/x/stop", "POST"),
+    ("DELETE", "/v1/studies/a/b/best", "GET, HEAD"),
 ])
 def test_a_405_names_every_method_of_the_path(client: httpx.Client, method: str, path: str,
                                               allow: str) -> None:
@@ -256,7 +258,38 @@ def test_real_answers_are_what_openapi_json_publishes(client: httpx.Client) -> N
             asked.append((path, "get", client.get(f"/v1/studies/{name}{suffix}", params=query)))
     asked.append(("/v1/studies/{name}/best", "get",
                   client.get("/v1/studies/published/best", params={"top": 0})))
+    asked += _paged_and_controlled(client)
     problems = [p for path, method, answer in asked for p in _published(api, path, method,
                                                                         answer)]
     assert problems == []
 
+
+
+def _paged_and_controlled(client: httpx.Client) -> list[tuple[str, str, httpx.Response]]:
+    """Answers of the pages (offset/limit) and of stopping and deleting studies: a study
+    stopped (200), one not running (409), one deleted (200), one running (409), unknown
+    ones (404), bad parameters (422)."""
+    asked = [("/v1/studies", "get", client.get("/v1/studies", params={"limit": 1})),
+             ("/v1/studies", "get", client.get("/v1/studies", params={"limit": 0})),
+             ("/v1/studies/{name}/trials", "get", client.get(
+                 "/v1/studies/published/trials", params={"offset": 1, "limit": 2})),
+             ("/v1/studies/{name}/trials", "get", client.get(
+                 "/v1/studies/published/trials", params={"offset": -1}))]
+    long = tiny("published-long", search={"sampler": "random", "trials": 5000, "seed": 0})
+    asked.append(("/v1/studies", "post", client.post("/v1/studies", json=long)))
+    expected = [(202, "post", "")]
+    for method, name, status in (("delete", "published-long", 409),
+                                 ("stop", "published-long", 200),
+                                 ("stop", "published-long", 409),
+                                 ("delete", "published-long", 200),
+                                 ("stop", "published", 409), ("delete", "published", 200),
+                                 ("delete", "nothere", 404), ("stop", "nothere", 404)):
+        path, answer = ("/v1/studies/{name}", client.delete(f"/v1/studies/{name}")) \
+            if method == "delete" else \
+            ("/v1/studies/{name}/stop", client.post(f"/v1/studies/{name}/stop"))
+        asked.append((path, "delete" if method == "delete" else "post", answer))
+        expected.append((status, method, name))
+    codes = [(answer.status_code, *want[1:]) for (_, _, answer), want in
+             zip(asked[4:], expected, strict=True)]
+    assert codes == expected, codes
+    return asked

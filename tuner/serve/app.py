@@ -3,9 +3,10 @@ check, the body limit and last-resort 500 (tuner.serve.guard), errors as {"error
 line"}, and the OpenAPI schema at /openapi.json (docs at /docs) with the spec model.
 
 Errors: a bad spec 422 (the command line's message, naming `request` where the command line
-names the file), no such study 404, a study that cannot answer yet or holds another problem
-409, a missing or wrong token 401, a body over the limit 413, too many studies 429, anything
-else a generic 500; the library's advice as requests, not commands (tuner.serve.wording)."""
+names the file), no such study 404, a study that cannot answer yet, holds another problem,
+is not running (stop) or is running (delete) 409, a missing or wrong token 401, a body over
+the limit 413, too many studies 429, anything else a generic 500; the library's advice as
+requests, not commands (tuner.serve.wording)."""
 
 from __future__ import annotations
 
@@ -121,7 +122,8 @@ def _routing_error(request: Request, err: HTTPException, headers: dict[str, str]
     asked = f"{method} {request.url.path}"
     if err.status_code == 404 and err.detail == "Not Found":
         return (f"no route {asked}; the routes are POST /v1/evaluate, POST and GET "
-                "/v1/studies, GET /v1/studies/NAME[/best|/trials|/plan|/report] "
+                "/v1/studies, GET and DELETE /v1/studies/NAME, GET "
+                "/v1/studies/NAME/best|trials|plan|report, POST /v1/studies/NAME/stop "
                 "(/openapi.json lists them)")
     if err.status_code == 405 and "allow" in {k.lower() for k in headers}:
         for key in [k for k in headers if k.lower() == "allow"]:

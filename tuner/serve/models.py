@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["BestPlans", "ErrorBody", "PlanResultJSON", "StudyCreated", "StudyState",
-           "StudyStatus", "StudySummary", "TrialPlanJSON"]
+__all__ = ["BestPlans", "ErrorBody", "PlanResultJSON", "StudyCreated", "StudyDeleted",
+           "StudyState", "StudyStatus", "StudyStopped", "StudySummary", "TrialPlanJSON"]
 
 StudyState = Literal["running", "done", "stopped", "timed_out"]
 _OPEN = ConfigDict(extra="allow", protected_namespaces=())
@@ -126,3 +126,25 @@ class StudyStatus(BaseModel):
     directions: list[str]
     workers: int
     error: str | None = None
+
+
+class StudyStopped(BaseModel):
+    """A study whose worker processes were stopped (POST /v1/studies/{name}/stop), as Ctrl-C
+    stops `tuner search`: each put its running trial back in the queue (`waiting`, retried
+    with the same parameters when the study is resumed by POSTing its spec again). `state`
+    is the study's state once they exited (stopped, or done if the last trial reached the
+    target); `completed` of `target` trials are stored."""
+
+    study: str
+    state: StudyState
+    workers_stopped: int
+    completed: int
+    target: int
+    waiting: int
+
+
+class StudyDeleted(BaseModel):
+    """A study deleted from the storage (optuna.delete_study), with its count of trials."""
+
+    study: str
+    deleted_trials: int

@@ -1,24 +1,40 @@
 """The routes under /v1: each reads the request, calls tuner.serve.service in a worker thread
 (the event loop never waits on the model or the storage) and answers with the JSON or text of
 the matching command (`tuner evaluate --json`, `tuner studies --json`, `tuner best --json`,
-`tuner export --json`, `tuner plan --as`, `tuner report`)."""
+`tuner export --json`, `tuner plan --as`, `tuner report`), and a study's stop and deletion.
+
+A study's name in a path may hold '/' (the command line makes such names; a client may send
+it as it is or as %2F): the last segment is read as the route where it is one of
+best|trials|plan|report|stop, so `/v1/studies/a/b/best` is the best of study `a/b`, and a
+study named `a/best` has no status route of its own."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 
 from ..export import FORMATS
 from ..views.text import to_json as to_json_text
 from .guard import error_body
-from .models import BestPlans, ErrorBody, PlanResultJSON, StudyCreated, StudyStatus, StudySummary
+from .models import (
+    BestPlans,
+    ErrorBody,
+    PlanResultJSON,
+    StudyCreated,
+    StudyDeleted,
+    StudyStatus,
+    StudyStopped,
+    StudySummary,
+)
 from .service import RequestError, Service
 
-__all__ = ["JSON", "error_response", "v1_router"]
+__all__ = ["JSON", "MAX_PAGE", "PAGE", "error_response", "v1_router"]
 
 JSON = "application/json"
 _SPEC_REF = {"$ref": "#/components/schemas/StudySpec"}
@@ -80,12 +96,64 @@ def _content_type(request: Request) -> str:
     return kind
 
 
-StudyName = Path(description="The study's name (its spec's `name`).")
+_ROUTES = ("best", "trials", "plan", "report", "stop")
+"""The routes below a study's path: a name's last segment is read as one of them."""
+
+
+class _StudyName(Convertor[str]):
+    """A study name in a path, '/' included, not ending in '/' (a trailing slash is
+    redirected, as without a name that may hold '/')."""
+
+    regex = r".*[^/]"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+class _StudyOnly(_StudyName):
+    """A study name as the whole rest of a path: not one ending in a route below a study
+    (`x/best` is study x's best, never the status of a study `x/best`)."""
+
+    regex = rf"(?!.*/(?:{'|'.join(_ROUTES)})$).*[^/]"
+
+
+STUDY = "{name:study}"
+"""A study's name in a route's path, followed by one of _ROUTES."""
+STUDY_ONLY = "{name:study_only}"
+"""A study's name ending a route's path."""
+StudyName = Path(description="The study's name (its spec's `name`); may hold '/', sent as it "
+                             "is or as %2F.")
+PAGE = 1000
+"""Rows a list answers when no `limit` is given."""
+MAX_PAGE = 10_000
+"""The most rows one list answer holds (`limit`)."""
+Offset = Query(0, ge=0, description="Rows to skip, in the list's order.")
+Limit = Query(PAGE, ge=1, le=MAX_PAGE, description=f"Rows in this page (up to {MAX_PAGE:,}).")
+_PAGED: dict[int | str, dict[str, Any]] = {200: {"headers": {
+    "X-Total-Count": {"description": "Rows in the whole list, this page and the others.",
+                      "schema": {"type": "integer"}},
+    "Link": {"description": 'The next page, `<URL>; rel="next"` (RFC 8288), where there '
+                            "is one.", "schema": {"type": "string"}}}}}
+
+
+def _page(text: str, request: Request, *, total: int, offset: int, limit: int) -> Response:
+    """A page of a list, with its total and its next page's link (relative) where rows are
+    left."""
+    headers = {"X-Total-Count": str(total)}
+    if offset + limit < total:
+        query = request.url.include_query_params(offset=offset + limit, limit=limit).query
+        headers["Link"] = f'<{quote(request.url.path)}?{query}>; rel="next"'
+    return _json(text, headers=headers)
 Top = Query(default=1, ge=1, le=100, description="How many distinct plans (one objective).")
 
 
 def v1_router(dependencies: list[Any]) -> APIRouter:
     """Every /v1 route, each behind `dependencies` (the bearer-token check, when set)."""
+    register_url_convertor("study", _StudyName())
+    register_url_convertor("study_only", _StudyOnly())
     router = APIRouter(prefix="/v1", dependencies=dependencies, responses=_ERRORS)
     _evaluate_routes(router)
     _study_routes(router)
@@ -118,35 +186,60 @@ def _study_routes(router: APIRouter) -> None:
         made = await _call(service.create_study, body, _content_type(request))
         return _json(to_json_text(made), 202, headers={"Location": made["location"]})
 
-    @router.get("/studies", response_model=list[StudySummary], summary="List studies")
-    async def studies(service: ServiceDep) -> Response:
-        """`tuner studies --json`: every study of the storage, trials by state."""
-        return _json(await _call(service.studies))
+    @router.get("/studies", response_model=list[StudySummary], summary="List studies",
+                responses=_PAGED)
+    async def studies(request: Request, service: ServiceDep, offset: int = Offset,
+                      limit: int = Limit) -> Response:
+        """`tuner studies --json`: the studies of the storage by name, trials by state; a
+        page of `limit` from `offset`, the count of all in X-Total-Count."""
+        text, total = await _call(service.studies, offset=offset, limit=limit)
+        return _page(text, request, total=total, offset=offset, limit=limit)
 
-    @router.get("/studies/{name}", response_model=StudyStatus, summary="A study's status",
-                responses={404: {"model": ErrorBody}})
+    @router.get(f"/studies/{STUDY_ONLY}", response_model=StudyStatus,
+                summary="A study's status", responses={404: {"model": ErrorBody}})
     async def study_status(service: ServiceDep, name: str = StudyName) -> Response:
         """Target, completed, running, sampler, proven optimal or not, live workers."""
         return _json(to_json_text(await _call(service.status, name)))
+
+    @router.post(f"/studies/{STUDY}/stop", response_model=StudyStopped,
+                 summary="Stop a running study",
+                 responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}})
+    async def stop_study(service: ServiceDep, name: str = StudyName) -> Response:
+        """Stop the study's worker processes as Ctrl-C stops `tuner search`: each puts its
+        running trial back in the queue (neither complete nor failed) and exits, within 20 s
+        (then it is killed). The study stays stopped, a server restarted too, until its spec
+        is POSTed again, which resumes it. 409 when no worker of this server runs it."""
+        return _json(to_json_text(await _call(service.stop, name)))
+
+    @router.delete(f"/studies/{STUDY_ONLY}", response_model=StudyDeleted,
+                   summary="Delete a study",
+                   responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}})
+    async def delete_study(service: ServiceDep, name: str = StudyName) -> Response:
+        """Delete the study and its trials from the storage (optuna.delete_study; nothing
+        else is touched). 409 while it runs: POST .../stop first."""
+        return _json(to_json_text(await _call(service.delete, name)))
 
 
 def _study_output_routes(router: APIRouter) -> None:
     found: dict[int | str, dict[str, Any]] = {404: {"model": ErrorBody},
                                               409: {"model": ErrorBody}}
 
-    @router.get("/studies/{name}/best", response_model=BestPlans, responses=found,
+    @router.get(f"/studies/{STUDY}/best", response_model=BestPlans, responses=found,
                 summary="A study's best plans or Pareto front")
     async def best(service: ServiceDep, name: str = StudyName, top: int = Top) -> Response:
         """`tuner best NAME --top K --json`."""
         return _json(await _call(service.best, name, top=top))
 
-    @router.get("/studies/{name}/trials", response_model=list[dict[str, Any]],
-                responses=found, summary="A study's trials")
-    async def trials(service: ServiceDep, name: str = StudyName) -> Response:
-        """`tuner export NAME --json`: one flat row per trial."""
-        return _json(await _call(service.trials, name))
+    @router.get(f"/studies/{STUDY}/trials", response_model=list[dict[str, Any]],
+                responses={**found, **_PAGED}, summary="A study's trials")
+    async def trials(request: Request, service: ServiceDep, name: str = StudyName,
+                     offset: int = Offset, limit: int = Limit) -> Response:
+        """`tuner export NAME --json`: one flat row per trial, by number; a page of `limit`
+        from `offset`, the count of all in X-Total-Count."""
+        text, total = await _call(service.trials, name, offset=offset, limit=limit)
+        return _page(text, request, total=total, offset=offset, limit=limit)
 
-    @router.get("/studies/{name}/plan", response_class=PlainTextResponse, responses=found,
+    @router.get(f"/studies/{STUDY}/plan", response_class=PlainTextResponse, responses=found,
                 summary="A plan as a spec or a framework's settings")
     async def plan(service: ServiceDep, name: str = StudyName,
                    fmt: str = Query("spec", alias="as", json_schema_extra={
@@ -161,7 +254,7 @@ def _study_output_routes(router: APIRouter) -> None:
         text = await _call(service.plan, name, fmt=fmt, trial=trial)
         return PlainTextResponse(text if text.endswith("\n") else text + "\n")
 
-    @router.get("/studies/{name}/report", response_class=HTMLResponse, responses=found,
+    @router.get(f"/studies/{STUDY}/report", response_class=HTMLResponse, responses=found,
                 summary="A study's HTML report")
     async def report(service: ServiceDep, name: str = StudyName,
                      top: int = Query(5, ge=1, le=100)) -> Response:

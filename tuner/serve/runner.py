@@ -9,7 +9,9 @@ that a server started again on the storage picks up what was left:
 - a study whose recorded workers are all gone (a machine crash, a stopped server) and that is
   not finished gets new workers; its trials left RUNNING are failed and retried by the
   workers' heartbeat recovery (studies.recovery), so no trial is lost or counted twice;
-- a study past its deadline (search.timeout from its request) is left as it is.
+- a study past its deadline (search.timeout from its request) is left as it is, and so is one
+  stopped by a request (Runner.stop_study: `stopped` in SERVE_ATTR) until its spec is posted
+  again.
 
 A server stopped with Ctrl-C or SIGTERM stops its workers with SIGTERM: each puts its running
 trial back in the queue and exits; the next server resumes the study."""
@@ -167,6 +169,14 @@ class Runner:
             names = list(self._studies)
         return {name for name in names if self.live(name)}
 
+    def forget(self, name: str) -> None:
+        """Drop what this server knows of study `name` (deleted; none of its workers runs),
+        so that a new study of the name starts with no error of the old one's."""
+        with self._lock:
+            known = self._studies.pop(name, None)
+        for child in known.children if known is not None else []:
+            child.log.close()  # exited (a live worker's study is not deleted), not reaped yet
+
     def error(self, name: str) -> str | None:
         """The last line of the last worker of the study that failed, if any."""
         with self._lock:
@@ -216,6 +226,8 @@ class Runner:
         record = study.user_attrs.get(SERVE_ATTR)
         if not isinstance(record, dict) or finished(study) or self.live(study.study_name):
             return None  # not ours, nothing to run, or posted again meanwhile (running)
+        if record.get("stopped"):  # stopped by a request (POST .../stop): it waits for a POST
+            return None
         deadline = record.get("deadline")
         if deadline is not None and deadline <= time.time():
             return None
@@ -255,25 +267,55 @@ class Runner:
         with self._lock:
             children = [c for s in self._studies.values() for c in s.children]
             adopted = [r for s in self._studies.values() for r in s.adopted if _alive(r)]
-        pids = [c.proc.pid for c in children if c.proc.poll() is None]
-        pids += [int(r["pid"]) for r in adopted]
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        if pids:
+        alive = sum(c.proc.poll() is None for c in children) + len(adopted)
+        if alive:
             _LOG.info("stopping %d worker process(es); a server started again on this "
-                      "storage resumes their studies", len(pids))
-        deadline = time.monotonic() + STOP_WAIT_S
-        for child in children:
-            try:
-                child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.proc.kill()
-                child.proc.wait()
-        while adopted and time.monotonic() < deadline:
-            adopted = [r for r in adopted if _alive(r)]
-            time.sleep(0.1)
-        for record in adopted:
-            _signal(int(record["pid"]), signal.SIGKILL)
+                      "storage resumes their studies", alive)
+        _terminate(children, adopted)
+
+    def stop_study(self, study: optuna.Study) -> int:
+        """Stop the study's workers as `stop` stops them all (each puts its running trial
+        back in the queue and exits), marking it `stopped` in its SERVE_ATTR first, so that
+        no server resumes it before its spec is posted again (`launch` clears the mark); the
+        number of worker processes stopped (0: none ran it here, nothing is marked)."""
+        name = study.study_name
+        with self._lock:
+            known = self._studies.get(name, _Study())
+            children = [c for c in known.children if c.proc.poll() is None]
+            adopted = [r for r in known.adopted if _alive(r)]
+        if not children and not adopted:
+            return 0
+        record = study.user_attrs.get(SERVE_ATTR)
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        study.set_user_attr(SERVE_ATTR, {**(record if isinstance(record, dict) else {}),
+                                         "stopped": now})
+        _LOG.info("study %s: stopping %d worker process(es) on request; POSTing its spec "
+                  "again resumes it", name, len(children) + len(adopted))
+        stopped = _terminate(children, adopted)
+        self._reap()
+        return stopped
+
+
+def _terminate(children: list[_Child], adopted: list[dict[str, Any]]) -> int:
+    """SIGTERM the workers, wait for them up to STOP_WAIT_S, SIGKILL those left; how many
+    were alive."""
+    pids = [c.proc.pid for c in children if c.proc.poll() is None]
+    pids += [int(r["pid"]) for r in adopted]
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    for child in children:
+        try:
+            child.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.proc.kill()
+            child.proc.wait()
+    while adopted and time.monotonic() < deadline:
+        adopted = [r for r in adopted if _alive(r)]
+        time.sleep(0.1)
+    for record in adopted:
+        _signal(int(record["pid"]), signal.SIGKILL)
+    return len(pids)
 
 
 def _signal(pid: int, signum: int) -> None:

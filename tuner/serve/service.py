@@ -5,6 +5,7 @@ RequestError carrying its HTTP status."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -17,10 +18,11 @@ from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from studies import (
     best_payload,
-    export_trials,
-    list_studies,
+    export_page,
     load_study,
+    nearest_name,
     search_settings,
+    studies_page,
     target_trials,
 )
 
@@ -95,6 +97,16 @@ def _study_data(body: bytes, content_type: str) -> dict[str, Any]:
     return dict(data)
 
 
+def _not_running(name: str, now: dict[str, Any], what: str) -> str:
+    """Why there is nothing to `what` (a study this server runs no worker of): its state,
+    its progress and how to go on."""
+    progress = f"{now['completed']} completed trials of a target of {now['target']}"
+    then = "POST its spec to /v1/studies to continue it" if now["state"] != "done" \
+        else "nothing is left to run"
+    return (f"study '{name}' is not running on this server (state {now['state']}, "
+            f"{progress}); nothing to {what}; {then}")
+
+
 @dataclass(frozen=True)
 class Service:
     """The server's storage (opened once), its worker processes and its settings."""
@@ -145,6 +157,45 @@ class Service:
                 "requested_sampler": settings.get("requested"),
                 "target": target_trials(study), "workers": self.runner.live(spec.name)}
 
+    def stop(self, name: str) -> dict[str, Any]:
+        """Stop the study's workers (tuner.serve.runner.Runner.stop_study) and wait for them:
+        each puts its running trial back in the queue; a 409 when none runs it here."""
+        with self.admission:  # no POST starts or joins workers of the study meanwhile
+            study = self._named(name)
+            stopped = self.runner.stop_study(study)
+            if not stopped:
+                raise RequestError(409, _not_running(name, self.status(name), "stop"))
+            now = self.status(name)
+        return {"study": name, "state": now["state"], "workers_stopped": stopped,
+                "completed": now["completed"], "target": now["target"],
+                "waiting": now["waiting"]}
+
+    def delete(self, name: str) -> dict[str, Any]:
+        """Delete the study with Optuna's own API (optuna.delete_study: nothing else of the
+        storage is touched); a 409 while this server's workers run it."""
+        with self.admission:  # no POST starts workers of the study meanwhile
+            study = self._named(name)
+            live = self.runner.live(name)
+            if live:
+                raise RequestError(409, f"study '{name}' is running ({live} worker "
+                                        "process(es)); stop it first: POST "
+                                        f"/v1/studies/{name}/stop, then DELETE it")
+            trials = len(study.get_trials(deepcopy=False))
+            optuna.delete_study(study_name=name, storage=self.storage)
+            self.runner.forget(name)
+        return {"study": name, "deleted_trials": trials}
+
+    def _named(self, name: str) -> optuna.Study:
+        """The study `name`; a 404 naming the nearest stored name when there is none."""
+        try:
+            self.storage.get_study_id_from_name(name)
+        except KeyError:
+            near = nearest_name(self.storage, name)
+            hint = f" (did you mean '{near}'?)" if near is not None else ""
+            raise RequestError(404, f"no study named '{name}'{hint}; GET /v1/studies lists "
+                                    "the studies") from None
+        return load_study(self.storage, name)
+
     def study(self, name: str) -> optuna.Study:
         """The stored study `name`; a 404 RequestError when there is none."""
         try:
@@ -154,9 +205,11 @@ class Service:
                                     "studies") from None
         return load_study(self.storage, name)
 
-    def studies(self) -> str:
-        """`tuner studies --json`."""
-        return to_json(list_studies(self.storage))
+    def studies(self, *, offset: int, limit: int) -> tuple[str, int]:
+        """`tuner studies --json` of the studies `offset` to `offset + limit` by name; how
+        many there are."""
+        rows, total = studies_page(self.storage, offset=offset, limit=limit)
+        return to_json(rows), total
 
     def status(self, name: str) -> dict[str, Any]:
         """The StudyStatus of study `name`."""
@@ -167,9 +220,11 @@ class Service:
         """`tuner best NAME --top K --json`."""
         return to_json(best_payload(self.study(name), top=top))
 
-    def trials(self, name: str) -> str:
-        """`tuner export NAME --json`."""
-        return export_trials(self.study(name), "json")
+    def trials(self, name: str, *, offset: int, limit: int) -> tuple[str, int]:
+        """`tuner export NAME --json` of the trials `offset` to `offset + limit` by number;
+        how many trials the study holds."""
+        rows, total = export_page(self.study(name), offset=offset, limit=limit)
+        return json.dumps(rows, indent=2), total
 
     def plan(self, name: str, *, fmt: str, trial: int | None) -> str:
         """`tuner plan NAME [--trial N] --as FMT`."""
