@@ -63,5 +63,7 @@ def locate_storage(cli_value: str | None, *, study: str | None = None) -> Locate
     if not _DEFAULT_FILE.is_file():
         return Located(LEGACY_STORAGE_URL, _legacy_note("listing"))
     if legacy:
-        return Located(url, _legacy_note(f"{len(legacy)} more studies are in", "to list them"))
+        return Located(url, _legacy_note(
+            f"{len(legacy)} more {'study is' if len(legacy) == 1 else 'studies are'} in",
+            "to list them"))
     return Located(url)

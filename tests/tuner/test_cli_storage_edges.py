@@ -74,7 +74,7 @@ def test_with_both_files_the_listing_is_the_new_one_and_says_the_old_holds_more(
     assert code == 0, err
     code, out, err = _run("studies", "--json")
     assert code == 0 and [s["name"] for s in json.loads(out)] == ["new"]
-    assert "note: 1 more studies are in studies/studies.db" in err
+    assert "note: 1 more study is in studies/studies.db" in err
     code, _, err = _run("best", "new")
     assert code == 0 and err == ""
     code, _, err = _run("best", "old", "--storage", "sqlite:///studies/studies.db")

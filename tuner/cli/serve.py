@@ -6,6 +6,7 @@ import importlib.util
 
 import click
 
+from search_spaces.wording import counted
 from studies import open_storage, redact_url, storage_url
 
 from ..errors import TunerError
@@ -56,7 +57,7 @@ def serve(host: str, port: int, storage: str | None, workers: int, token: str | 
                          heartbeat_s=heartbeat, max_studies=max_studies)
     guard = "bearer token required" if token else "no token: loopback only"
     click.echo(f"tuner serve: {address(sock)} (storage {redact_url(url)}; {guard}; "
-               f"{workers} workers per study); docs at /docs; Ctrl-C stops", err=True)
+               f"{counted(workers, 'worker')} per study); docs at /docs; Ctrl-C stops", err=True)
     secrets = [s for s in (token, storage_password(url)) if s]
     try:
         run(create_app(config, store), sock, secrets=secrets)

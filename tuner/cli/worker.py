@@ -7,6 +7,7 @@ import time
 
 import click
 
+from search_spaces.wording import counted
 from studies import load_study, open_storage, target_trials
 
 from ..engine.search import SearchOptions, continue_study, summary
@@ -43,5 +44,5 @@ def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None
     if as_json:
         click.echo(render.to_json(out))
         return
-    click.echo(f"study {name}: {out['trials']} completed trials of a target of "
-               f"{out['target']} ({time.perf_counter() - started:.1f} s)")
+    click.echo(f"study {name}: {counted(out['trials'], 'completed trial')} of a target of "
+               f"{out['target']:,} ({time.perf_counter() - started:.1f} s)")

@@ -13,6 +13,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from search_spaces import INNER_KNOBS, OUTER_PLAN_KNOBS, Space, SpecError
+from search_spaces.wording import counted
 from studies import RESULT_ATTR
 
 from .evaluation import best_plan, cluster_values, label, result_of
@@ -115,7 +116,7 @@ class PlanObjective:
         candidate = best_plan(self.space, cluster, fixed)
         self.evaluations += 1
         if candidate is None:
-            return f"no structurally valid plan with {fixed} on {int(cluster.gpus)} GPUs"
+            return f"no structurally valid plan with {fixed} on {counted(int(cluster.gpus), 'GPU')}"
         result = result_of(self.space, candidate)
         attrs: dict[str, Any] = {RESULT_ATTR: result.as_dict(),
                                  "plans_evaluated": candidate.evaluated,

@@ -168,7 +168,8 @@ def _set_target(study: optuna.Study, spec: StudySpec, options: SearchOptions) ->
     if options.trials is not None:
         new = done + options.trials
         if done:
-            options.say(f"study {name}: {done} completed trials; adding {options.trials}")
+            options.say(f"study {name}: {counted(done, 'completed trial')}; adding "
+                        f"{options.trials:,}")
     elif target == 0 and not study.trials:
         new = spec.search.trials
     elif done < target:
@@ -263,7 +264,8 @@ def _requeue(study: optuna.Study, number: int | None) -> None:
 
 def _interrupted(study: optuna.Study, err: Interrupted) -> Interrupted:
     done, target = complete_count(study), target_trials(study)
-    err.detail = (f"{done} completed trials of a target of {target} are stored; "
+    err.detail = (f"{counted(done, 'completed trial')} of a target of {target:,} "
+                  f"{'is' if done == 1 else 'are'} stored; "
                   f"`tuner resume {shlex.quote(study.study_name)}` continues")
     return err
 

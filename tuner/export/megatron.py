@@ -18,6 +18,8 @@ import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
+from search_spaces.wording import counted
+
 from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .megatron_model import architecture
 from .pools import end_split, pool_notes
@@ -221,7 +223,7 @@ def render(lp: LaunchPlan) -> str:
     items, notes = flags(lp)
     env = "".join(f"{k}={v} " for k, v in environment(lp, items).items())
     lines = [f"# Megatron-LM (core_v0.15.0 flags) for {lp.title}",
-             f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
+             f"# data parallel {lp.plan.dp} follows from {counted(lp.gpus, 'GPU')}",
              *(f"# note: {n}" for n in notes),
              f"{env}torchrun --nnodes {lp.nodes} --nproc-per-node {lp.gpus_per_node} "
              "pretrain_gpt.py \\"]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from search_spaces.wording import counted
+
 from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .pools import end_split, pool_notes
 
@@ -142,7 +144,7 @@ def render(lp: LaunchPlan) -> str:
     """Python assignments to apply to a NeMo 2 recipe before running it."""
     pairs, notes = assignments(lp)
     lines = [f"# NeMo 2 recipe overrides (NeMo v2.4.0 attribute names) for {lp.title}",
-             f"# data parallel {lp.plan.dp} follows from {lp.gpus} GPUs",
+             f"# data parallel {lp.plan.dp} follows from {counted(lp.gpus, 'GPU')}",
              *(f"# note: {n}" for n in notes)]
     lines += [f"{name} = {_python(value)}" for name, value in pairs]
     return "\n".join(lines)

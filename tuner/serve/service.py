@@ -16,6 +16,7 @@ import optuna
 
 from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
+from search_spaces.wording import counted
 from studies import (
     best_payload,
     export_page,
@@ -100,7 +101,7 @@ def _study_data(body: bytes, content_type: str) -> dict[str, Any]:
 def _not_running(name: str, now: dict[str, Any], what: str) -> str:
     """Why there is nothing to `what` (a study this server runs no worker of): its state,
     its progress and how to go on."""
-    progress = f"{now['completed']} completed trials of a target of {now['target']}"
+    progress = f"{counted(now['completed'], 'completed trial')} of a target of {now['target']:,}"
     then = "POST its spec to /v1/studies to continue it" if now["state"] != "done" \
         else "nothing is left to run"
     return (f"study '{name}' is not running on this server (state {now['state']}, "
@@ -143,7 +144,8 @@ class Service:
     def _admit(self, spec: StudySpec, body: bytes) -> dict[str, Any]:
         running = self.runner.running()
         if spec.name not in running and len(running) >= self.config.max_studies:
-            raise RequestError(429, f"{len(running)} studies are running, the most this "
+            are = "study is" if len(running) == 1 else "studies are"
+            raise RequestError(429, f"{len(running)} {are} running, the most this "
                                     "server runs at once (--max-studies); retry later")
         study = prepare_search(spec, body.decode("utf-8"), self.storage, SearchOptions())
         settings = search_settings(study)

@@ -96,8 +96,9 @@ def search_figures(study: optuna.Study) -> list[Figure]:
     done = swept(study)
     figures = history_figures(study) if done is None else [Figure(
         "history", "Optimisation history",
-        note=f"an exhaustive sweep: every one of {int(done.get('evaluated', 0)):,} plans was "
-             "evaluated; its trials are the best results in rank order, not a search's history")]
+        note=f"an exhaustive sweep: every one of "
+             f"{counted(int(done.get('evaluated', 0)), 'plan')} was evaluated; "
+             "its trials are the best results in rank order, not a search's history")]
     front = pareto_figure(study)
     if front is not None:
         figures.append(front)

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from optuna import visualization
 from optuna.trial import FrozenTrial, TrialState
 
+from search_spaces.wording import counted
 from studies import TrialResult
 
 from .pareto_figure import pareto_plot
@@ -156,7 +157,7 @@ def importance_figures(study: optuna.Study) -> list[Figure]:
     params = _searched_params(trials)
     note = ""
     if len(trials) < _MIN_TRIALS_FOR_IMPORTANCE:
-        note = (f"{len(trials)} complete trials; parameter importances need at least "
+        note = (f"{counted(len(trials), 'complete trial')}; parameter importances need at least "
                 f"{_MIN_TRIALS_FOR_IMPORTANCE}: run more trials")
     elif len(params) < 2:
         note = (f"the trials search {len(params)} parameter(s) ({', '.join(params) or 'none'}); "
