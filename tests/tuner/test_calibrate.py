@@ -151,6 +151,18 @@ def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
                                           "mean 'efficiency'?"),
     ("", "a profile is a mapping with `efficiency`"),
     ("directory", "cannot be read"),
+    # a setting took any number (`params: 0`) and refused every name, the right ones too
+    ("efficiency: {params: 0}\n", "efficiency.params: must be one of bf16, fp32, fp8"),
+    ("efficiency: {main_grads: 1.5}\n", "efficiency.main_grads: must be one of fp32, bf16"),
+    ("efficiency: {params: bf17}\n", "efficiency.params: must be one of bf16, fp32, fp8"),
+    ("efficiency: {kernels: null}\n", "efficiency.kernels: must be one of fused, eager"),
+    ("efficiency: {autocast: 0}\n", "efficiency.autocast: must be one of true, false"),
+    ("efficiency: {reshard_after_forward: 0}\n", "efficiency.reshard_after_forward: must be "
+                                                  "one of true, false, unless_pipelined"),
+    ("efficiency: {offload_modules: moe_act}\n", "efficiency.offload_modules: must be a list"),
+    # a GPU's null fraction became 0
+    ("gemm_fraction_by_gpu: {a100-80gb: null}\n", "gemm_fraction_by_gpu.a100-80gb: must be a "
+                                                   "number more than 0, got null"),
 ])
 def test_a_profile_that_would_change_nothing_or_break_the_model_is_refused(
         tmp_path: Path, profile: str, words: str) -> None:
@@ -169,6 +181,24 @@ def test_a_profile_that_would_change_nothing_or_break_the_model_is_refused(
     assert result.stderr.startswith(f"error: {spec}: calibration: {tmp_path / 'p.yaml'}: "
                                     f"{words}"), result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_a_profile_sets_the_stack_settings_the_spec_s_stack_takes(tmp_path: Path) -> None:
+    """A profile's `params: fp32` (a name the spec's stack.params takes) applies, as the
+    spec's own stack does; before, every name was refused as no number."""
+    data = tiny("settings", plan={"tp": 2})
+    plain = CliRunner().invoke(main, ["evaluate", str(write(tmp_path, data)), "--json"])
+    (tmp_path / "p.yaml").write_text("efficiency: {params: fp32, offload_modules: [moe_act], "
+                                     "reshard_after_forward: unless_pipelined}\n")
+    data["calibration"] = "p.yaml"
+    profiled = CliRunner().invoke(main, ["evaluate", str(write(tmp_path, data)), "--json"])
+    data.pop("calibration")
+    data["stack"] = {"params": "fp32"}
+    stacked = CliRunner().invoke(main, ["evaluate", str(write(tmp_path, data)), "--json"])
+    assert (plain.exit_code, profiled.exit_code, stacked.exit_code) == (0, 0, 0), \
+        profiled.output
+    memory = [json.loads(r.stdout)["memory_per_gpu_bytes"] for r in (plain, profiled, stacked)]
+    assert memory[1] == memory[2] != memory[0]
 
 
 def test_each_run_is_fitted_on_its_own_stack(tmp_path: Path) -> None:
