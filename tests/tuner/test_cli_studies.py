@@ -124,8 +124,13 @@ def test_an_in_memory_database_is_refused(tmp_path: Path) -> None:
         assert len(err.strip().splitlines()) == 1
 
 
-def test_a_directory_given_as_a_spec_is_one_line(tmp_path: Path) -> None:
-    code, out, err = _run("evaluate", str(tmp_path))
+@pytest.mark.parametrize("command", [["evaluate"], ["search"], ["search", "--json"],
+                                     ["calibrate", "--out", "p.yaml"]])
+def test_a_directory_given_as_a_spec_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    """Every command that reads a file it is given says it the same way; `tuner search`
+    and `tuner calibrate` said it through click ("invalid value for 'SPEC': File ... is a
+    directory; see `tuner search --help`")."""
+    code, out, err = _run(command[0], str(tmp_path), *command[1:])
     assert code == 2 and not out
     assert err.strip() == f"error: {tmp_path}: is a directory; give a file"
 

@@ -41,7 +41,7 @@ def _line(name: str, before: dict[str, Any], after: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.argument("csv_path", metavar="MEASUREMENTS.csv", type=click.Path(dir_okay=False))
+@click.argument("csv_path", metavar="MEASUREMENTS.csv")  # a directory: one line
 @click.option("--out", required=True, metavar="FILE",
               help="Where to write the profile (YAML) that specs name with `calibration:`, in "
                    "an existing directory.")

@@ -103,7 +103,7 @@ def run_stoppable(work: Callable[[Stop], T]) -> T:
 
 
 @click.command()
-@click.argument("spec_path", metavar="SPEC", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC")  # a directory: one line (tuner.errors)
 @click.option("--sampler", type=click.Choice(SAMPLERS), default=None,
               help="Override search.sampler.")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
