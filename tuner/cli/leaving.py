@@ -23,6 +23,8 @@ import gc
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..engine.interrupt import held
+
 if TYPE_CHECKING:
     import optuna
 
@@ -34,8 +36,9 @@ def leave(storages: Iterable[optuna.storages.BaseStorage]) -> None:
     the command is done with its storages."""
     from studies import close_storage
 
-    for storage in storages:
-        close_storage(storage)
+    with held():  # a signal now waits for the connections to close (tuner.engine.interrupt)
+        for storage in storages:
+            close_storage(storage)
     freeze_at_exit()
 
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 from typing import Any, NoReturn
 
 import click
 
+from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted
 from ..errors import InputErrors, TunerError
 from ..errors import one_line as _one_line
 
-__all__ = ["COMMANDS", "main", "optuna_verbosity", "user_error"]
+__all__ = ["COMMANDS", "NOTHING_CHANGED", "main", "optuna_verbosity", "user_error"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluate", "The cost model on fixed specs: step time, memory, breakdown."),
@@ -44,7 +46,6 @@ without --debug they leave logging unconfigured, as it would stay unused, and un
 (4-5 ms of a start; `tuner --help` configures nothing either)."""
 
 EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
 EXIT_READER_LEFT = 141
 """The reader of stdout left (`tuner best NAME | head`): 128 + SIGPIPE, the status a shell
 shows for a Unix tool that its pipe's reader ended (`yes | head`), not 1 (a bug)."""
@@ -140,9 +141,10 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        except Interrupted as err:  # a signal at any moment (tuner.engine.interrupt)
+            _interrupted_line(err, ctx)
+        except KeyboardInterrupt:  # Python's own handler (a server's, a library caller's)
+            _interrupted_line(Interrupted(signal.SIGINT), ctx)
         except BrokenPipeError:  # the reader of stdout left (`tuner best NAME | head`)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(EXIT_READER_LEFT)
@@ -158,6 +160,20 @@ class _Group(click.Group):
             for line in _lines(err):
                 click.echo(f"error: {advised(line, ctx)}", err=True)
             sys.exit(EXIT_USER_ERROR)
+
+
+def _interrupted_line(err: Interrupted, ctx: click.Context) -> NoReturn:
+    """A command stopped by a signal: one line on stderr saying what is stored and how to go
+    on (the search's own, or the command's), exit code 130."""
+    from .advice import advised
+
+    click.echo(advised(err.line if err.detail else f"{err.line}: {NOTHING_CHANGED}", ctx),
+               err=True)
+    sys.exit(EXIT_INTERRUPTED)
+
+
+NOTHING_CHANGED = "no stored study was changed; run the same command again"
+"""What a command other than a search's says when a signal stops it (it writes no study)."""
 
 
 def _usage_line(err: click.UsageError, ctx: click.Context) -> NoReturn:

@@ -7,6 +7,7 @@ import click
 
 from studies import load_study, name_metrics, open_storage, redact_url
 
+from ..engine.interrupt import default_signals
 from ..errors import TunerError
 from ..views import text as render
 from ..views.report import build_report
@@ -68,4 +69,5 @@ def dashboard(name: str, storage: str | None, host: str, port: int) -> None:
     address = study_address(host=host, port=port,
                             study_id=store.get_study_id_from_name(name))
     click.echo(f"optuna-dashboard on {redact_url(url)}: {address} (Ctrl-C stops)", err=True)
+    default_signals()  # the server stops on Ctrl-C (KeyboardInterrupt), as it always did
     start_server(server_arguments(url, host=host, port=port))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,7 +14,7 @@ from search_spaces import Space, StudySpec, load_spec
 from search_spaces.wording import counted
 
 from ..engine.forked import forked_sweep
-from ..engine.interrupt import EXIT_INTERRUPTED, Interrupted, Stop, handle_signals
+from ..engine.interrupt import Stop
 from ..engine.options import SearchOptions, check_objectives
 from ..engine.samplers import SAMPLERS
 from ..views import text as render
@@ -29,14 +28,12 @@ from .options import (
     timeout_option,
     top_option,
 )
+from .stopping import NOTHING_STORED, Said, as_it_was, finished
 
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["resume", "run_stoppable", "search"]
-
-T = TypeVar("T")
-
+__all__ = ["resume", "search"]
 
 def _headline(out: dict[str, Any], seconds: float, auto: dict[str, Any] | None) -> str:
     """'study NAME: ...': how it was searched, what it evaluated, and whether it is optimal."""
@@ -91,17 +88,6 @@ def _options(as_json: bool, stop: Stop, **given: Any) -> SearchOptions:
                          notify=lambda line: click.echo(advised(line), err=True), **given)
 
 
-def run_stoppable(work: Callable[[Stop], T]) -> T:
-    """Run `work` with Ctrl-C and SIGTERM routed to a stop request; an interrupted search
-    prints one line (what is stored, how to go on) and exits with 130."""
-    with handle_signals(Stop()) as stop:
-        try:
-            return work(stop)
-        except Interrupted as err:
-            click.echo(advised(err.line), err=True)
-            sys.exit(EXIT_INTERRUPTED)
-
-
 @click.command()
 @click.argument("spec_path", metavar="SPEC")  # a directory: one line (tuner.errors)
 @click.option("--sampler", type=click.Choice(SAMPLERS), default=None,
@@ -121,8 +107,18 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
            timeout: float | None, sweep_inner: bool, top: int, storage: str | None,
            heartbeat: int, as_json: bool) -> None:
     """A new study, or more trials of the study of that name."""
+    said = Said(lambda: NOTHING_STORED)  # and once the spec is read, its study `finished`
+    with said.around():  # a signal at any moment: one line, exit 130 (tuner.cli.stopping)
+        _search(said, spec_path, sampler, trials, seed, timeout, sweep_inner, top, storage,
+                heartbeat, as_json)
+
+
+def _search(said: Said, spec_path: str, sampler: str | None, trials: int | None,
+            seed: int | None, timeout: float | None, sweep_inner: bool, top: int,
+            storage: str | None, heartbeat: int, as_json: bool) -> None:
     content = Path(spec_path).read_bytes()  # once: a pipe (`<(command)`) gives it once
     spec = load_spec(spec_path, content)
+    said.after = lambda: finished(spec.name)
     check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
                         sweep_inner=sweep_inner)
     started = time.perf_counter()
@@ -136,7 +132,7 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
         return _run(spec, text, storage, heartbeat, options, opened)
 
     try:
-        study = run_stoppable(work)
+        study = said.run(work)
         _report(study, time.perf_counter() - started, as_json, top)
     finally:  # interrupted or failed too: the connections closed, the WAL checkpointed
         leave(opened)
@@ -185,14 +181,16 @@ def resume(name: str, timeout: float | None, top: int, storage: str | None, hear
     from .main import optuna_verbosity
     from .paths import storage_for
 
-    optuna_verbosity()
-    started = time.perf_counter()
-    store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
-                         create=False)
-    try:
-        study = load_study(store, name)
-        run_stoppable(lambda stop: continue_study(study, _options(as_json, stop,
-                                                                  timeout=timeout)))
-        _report(study, time.perf_counter() - started, as_json, top)
-    finally:
-        leave([store])
+    said = Said(lambda: as_it_was(name), lambda: finished(name))
+    with said.around():  # a signal at any moment: one line, exit 130 (tuner.cli.stopping)
+        optuna_verbosity()
+        started = time.perf_counter()
+        store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
+                             create=False)
+        try:
+            study = load_study(store, name)
+            said.run(lambda stop: continue_study(study, _options(as_json, stop,
+                                                                 timeout=timeout)))
+            _report(study, time.perf_counter() - started, as_json, top)
+        finally:
+            leave([store])

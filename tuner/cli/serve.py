@@ -9,6 +9,7 @@ import click
 from search_spaces.wording import counted
 from studies import open_storage, redact_url, storage_url
 
+from ..engine.interrupt import default_signals
 from ..errors import TunerError
 from .leaving import leave
 from .options import heartbeat_option, storage_option
@@ -44,6 +45,7 @@ def serve(host: str, port: int, storage: str | None, workers: int, token: str | 
     (their running trials are queued again)."""
     if not _installed():
         raise TunerError(f"fastapi and uvicorn are not installed; {INSTALL_HINT}")
+    default_signals()  # uvicorn's graceful shutdown handles SIGTERM and SIGINT itself
     from ..serve import ServeConfig, create_app
     from ..serve.auth import check_binding
     from ..serve.server import address, listen, run, storage_password

@@ -16,7 +16,7 @@ from .advice import advised
 from .leaving import leave
 from .options import heartbeat_option, json_option, storage_option, timeout_option
 from .paths import storage_for
-from .search import run_stoppable
+from .stopping import Said, as_it_was, finished
 
 __all__ = ["worker"]
 
@@ -30,12 +30,19 @@ __all__ = ["worker"]
 def worker(name: str, storage: str | None, heartbeat: int, timeout: float | None,
            as_json: bool) -> None:
     """Join study NAME (made by `tuner search`) and run trials until it has its target."""
+    said = Said(lambda: as_it_was(name), lambda: finished(name))
+    with said.around():  # a signal at any moment: one line, exit 130 (tuner.cli.stopping)
+        _work(said, name, storage, heartbeat, timeout, as_json)
+
+
+def _work(said: Said, name: str, storage: str | None, heartbeat: int, timeout: float | None,
+          as_json: bool) -> None:
     started = time.perf_counter()
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=heartbeat,
                          create=False)
     try:
         study = load_study(store, name)
-        run_stoppable(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
+        said.run(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
             timeout=timeout, stop=stop, worker=True,  # unseeded: workers propose different plans
             notify=lambda line: click.echo(advised(line), err=True))))
         out = {**summary(study), "target": target_trials(study)}
