@@ -29,7 +29,7 @@ from .specs import tiny
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
-BOOT = """
+GATE = """
 import importlib, pathlib, sys, time
 gate, where = pathlib.Path(sys.argv[1]), sys.argv[2]
 sys.argv = ["tuner", *sys.argv[3:]]
@@ -56,21 +56,19 @@ else:
         hold()
         return real(*args, **kwargs)
     setattr(owner, name, gated)
-
-from tuner import main
-main()
 """
-"""`python -c BOOT GATE WHERE ARGS...`: `tuner ARGS...`, held at WHERE: 'import MODULE' (as
-the command imports it) or 'MODULE.FUNCTION' (as the command calls it)."""
+"""`python -c GATE+START GATE_FILE WHERE ARGS...`: START (`tuner ARGS...`) held at WHERE:
+'import MODULE' (as the command imports it) or 'MODULE.FUNCTION' (as the command calls it)."""
+BOOT = GATE + "from tuner import main\nmain()\n"
 
 
-def _gated(tmp_path: Path, where: str, signum: int, *args: str
+def _gated(tmp_path: Path, where: str, signum: int, *args: str, boot: str = BOOT
            ) -> subprocess.CompletedProcess[str]:
     gate = tmp_path / "gate"
     ready, hold = tmp_path / "gate.ready", tmp_path / "gate.hold"
     ready.unlink(missing_ok=True)
     hold.touch()
-    proc = subprocess.Popen([sys.executable, "-c", BOOT, str(gate), where, *args], cwd=tmp_path,
+    proc = subprocess.Popen([sys.executable, "-c", boot, str(gate), where, *args], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -194,3 +192,15 @@ def test_a_stored_study_is_left_as_it_was(tmp_path: Path, spec: Path, command: s
     if ended is not None and not ended:
         assert after == before
     assert not [n for n, state in after if state in (TrialState.RUNNING, TrialState.FAIL)]
+
+
+def test_a_server_s_worker_starts_as_the_tuner_command_does(tmp_path: Path, spec: Path) -> None:
+    """`tuner serve` starts its workers with runner._BOOT and stops them with SIGTERM: one
+    stopped while it starts says so in its log and exits with 130 (it died with -15)."""
+    from tuner.serve.runner import _BOOT
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    done = _gated(tmp_path, "import tuner.cli.worker", signal.SIGTERM, "worker", "sig",
+                  "--storage", url, boot=GATE + _BOOT)
+    assert _one_line(done, signal.SIGTERM).endswith(
+        "no stored study was changed; run the same command again")

@@ -48,10 +48,12 @@ STOP_WAIT_S = 20.0
 _LOG = logging.getLogger(__name__)
 _CODE_ROOT = str(Path(__file__).resolve().parents[2])
 _BOOT = (f"import sys; sys.path[0] = {_CODE_ROOT!r}; sys.argv[0] = 'tuner'; "
-         "from tuner.cli import main; main()")
-"""A worker's start: the `tuner` command from the directory this server's code came from,
-not from the working directory, which `python -m` would put first on sys.path (the default
-storage makes a `studies/` folder there, which would shadow the `studies` package)."""
+         "from tuner import main; main()")
+"""A worker's start: the `tuner` command (its entry point: a SIGTERM while it starts or
+opens the storage is one line in its log and exit 130, as at any other moment) from the
+directory this server's code came from, not from the working directory, which `python -m`
+would put first on sys.path (the default storage makes a `studies/` folder there, which
+would shadow the `studies` package)."""
 
 
 @dataclass
