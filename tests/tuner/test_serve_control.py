@@ -307,3 +307,18 @@ def test_a_killed_server_s_adopted_workers_are_stopped(tmp_path: Path) -> None:
         assert not any(alive(pid) for pid in workers)
     states = [t.state for t in study(url, "orphan").get_trials()]
     assert TrialState.RUNNING not in states and TrialState.FAIL not in states
+
+
+def test_every_route_s_404_names_the_nearest_study(client: httpx.Client, server: Server,
+                                                   tmp_path: Path) -> None:
+    """The status, best, trials, plan and report of a mistyped name said only 'no study
+    named ...', where stop and DELETE named the nearest stored name."""
+    _cli_study(_storage(server), tmp_path, "nearby-study")
+    for method, suffix in (("GET", ""), ("GET", "/best"), ("GET", "/trials"),
+                           ("GET", "/plan"), ("GET", "/report"), ("POST", "/stop"),
+                           ("DELETE", "")):
+        answer = client.request(method, f"/v1/studies/nearby-studi{suffix}")
+        assert answer.status_code == 404, (method, suffix)
+        assert answer.json()["error"] == (
+            "no study named 'nearby-studi' (did you mean 'nearby-study'?); GET /v1/studies "
+            "lists the studies"), (method, suffix)

@@ -17,8 +17,10 @@ import optuna
 from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from studies import (
+    LIVE_GRACE_S,
     best_payload,
     export_page,
+    live_workers,
     load_study,
     nearest_name,
     search_settings,
@@ -107,6 +109,18 @@ def _not_running(name: str, now: dict[str, Any], what: str) -> str:
             f"{progress}); nothing to {what}; {then}")
 
 
+_STOP_THERE = ("stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner "
+               "search`: each puts its running trial back in the queue)")
+
+
+def _unknown(storage: optuna.storages.BaseStorage, name: str) -> RequestError:
+    """The 404 of a study name the storage does not hold, naming the nearest stored one."""
+    near = nearest_name(storage, name)
+    hint = f" (did you mean '{near}'?)" if near is not None else ""
+    return RequestError(404, f"no study named '{name}'{hint}; GET /v1/studies lists the "
+                             "studies")
+
+
 @dataclass(frozen=True)
 class Service:
     """The server's storage (opened once), its worker processes and its settings."""
@@ -159,11 +173,17 @@ class Service:
 
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the study's workers (tuner.serve.runner.Runner.stop_study) and wait for them:
-        each puts its running trial back in the queue; a 409 when none runs it here."""
+        each puts its running trial back in the queue; a 409 when none runs it here (saying
+        so where workers this server did not start run it)."""
         with self.admission:  # no POST starts or joins workers of the study meanwhile
-            study = self._named(name)
+            study = self.study(name)
             stopped = self.runner.stop_study(study)
             if not stopped:
+                outside = self.outside(study)
+                if outside:
+                    raise RequestError(409, f"study '{name}' is run by {outside} live "
+                                            f"worker(s) this server did not start, which it "
+                                            f"cannot stop; {_STOP_THERE}")
                 raise RequestError(409, _not_running(name, self.status(name), "stop"))
             now = self.status(name)
         return {"study": name, "state": now["state"], "workers_stopped": stopped,
@@ -172,37 +192,40 @@ class Service:
 
     def delete(self, name: str) -> dict[str, Any]:
         """Delete the study with Optuna's own API (optuna.delete_study: nothing else of the
-        storage is touched); a 409 while this server's workers run it."""
+        storage is touched); a 409 while workers run it, this server's or others'."""
         with self.admission:  # no POST starts workers of the study meanwhile
-            study = self._named(name)
+            study = self.study(name)
             live = self.runner.live(name)
             if live:
                 raise RequestError(409, f"study '{name}' is running ({live} worker "
                                         "process(es)); stop it first: POST "
                                         f"/v1/studies/{name}/stop, then DELETE it")
+            outside = self.outside(study)
+            if outside:
+                raise RequestError(409, f"study '{name}' is running: {outside} live "
+                                        "worker(s) outside this server run it; "
+                                        f"{_STOP_THERE}, then DELETE it")
             trials = len(study.get_trials(deepcopy=False))
             optuna.delete_study(study_name=name, storage=self.storage)
             self.runner.forget(name)
         return {"study": name, "deleted_trials": trials}
 
-    def _named(self, name: str) -> optuna.Study:
+    def outside(self, study: optuna.Study, *, looks: int = 3) -> int:
+        """The study's live workers that this server neither started nor adopted (`tuner
+        worker` by hand, another server), by what the storage records (studies.liveness)."""
+        ours = self.runner.processes(study.study_name)
+        own = {(r.get("host"), r.get("pid")) for r in ours}
+        grace_s = max(LIVE_GRACE_S, 2.0 * self.config.heartbeat_s)
+        found = live_workers(study, grace_s=grace_s, looks=looks)
+        named = [r for r in found if r is not None and (r.get("host"), r.get("pid")) not in own]
+        return len(named) + max(0, sum(r is None for r in found) - len(ours))
+
+    def study(self, name: str) -> optuna.Study:
         """The study `name`; a 404 naming the nearest stored name when there is none."""
         try:
             self.storage.get_study_id_from_name(name)
         except KeyError:
-            near = nearest_name(self.storage, name)
-            hint = f" (did you mean '{near}'?)" if near is not None else ""
-            raise RequestError(404, f"no study named '{name}'{hint}; GET /v1/studies lists "
-                                    "the studies") from None
-        return load_study(self.storage, name)
-
-    def study(self, name: str) -> optuna.Study:
-        """The stored study `name`; a 404 RequestError when there is none."""
-        try:
-            self.storage.get_study_id_from_name(name)
-        except KeyError:
-            raise RequestError(404, f"no study named '{name}'; GET /v1/studies lists the "
-                                    "studies") from None
+            raise _unknown(self.storage, name) from None
         return load_study(self.storage, name)
 
     def studies(self, *, offset: int, limit: int) -> tuple[str, int]:
@@ -213,7 +236,9 @@ class Service:
 
     def status(self, name: str) -> dict[str, Any]:
         """The StudyStatus of study `name`."""
-        return status(self.study(name), live=self.runner.live(name),
+        study = self.study(name)
+        outside = 0 if finished(study) else self.outside(study, looks=1)
+        return status(study, live=self.runner.live(name), outside=outside,
                       error=self.runner.error(name))
 
     def best(self, name: str, *, top: int) -> str:

@@ -1,0 +1,89 @@
+"""A study run by workers the server did not start (`tuner worker NAME` by hand, in another
+process or on another machine) is seen as running from what the storage records (running
+trials and their heartbeats; a journal's worker records), against a real `tuner serve`: its
+status says so, DELETE refuses it (it was deleted under them) and stop says it cannot stop
+them (it said the study was not running)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from studies import StudyError
+
+from .serving import ROOT, serving, study
+from .specs import tiny
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+
+
+@pytest.fixture(params=["sqlite", "journal"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 's.db'}" if request.param == "sqlite" else \
+        f"journal:///{tmp_path / 's.log'}"
+
+
+@pytest.fixture
+def by_hand(url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`tuner search long.yaml --storage URL` in a process of its own, a target far off (it
+    runs for the whole test), as a person starts it (or `tuner worker long`) by hand."""
+    spec = tmp_path / "long.yaml"
+    spec.write_text(yaml.safe_dump(tiny("long", search={"sampler": "random",
+                                                        "trials": 100_000, "seed": 0})),
+                    encoding="utf-8")
+    worker = subprocess.Popen([sys.executable, "-m", "tuner", "search", str(spec), "--storage",
+                               url, "--heartbeat", "1"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _trials(url) < 10:
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        yield worker
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
+
+
+def _trials(url: str) -> int:
+    try:
+        return len(study(url, "long").get_trials(deepcopy=False))
+    except (StudyError, KeyError):  # not made yet
+        return 0
+
+
+def test_a_study_run_by_workers_started_by_hand_is_running(
+        url: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:
+    with serving(tmp_path, url, "--workers", "1", "--heartbeat", "1") as server, \
+            server.client() as client:
+        status = client.get("/v1/studies/long").json()
+        assert (status["state"], status["workers"], status["outside_workers"]) == \
+            ("running", 0, 1), status
+        refused = client.delete("/v1/studies/long")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"] == (
+            "study 'long' is running: 1 live worker(s) outside this server run it; stop them "
+            "where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner search`: each puts "
+            "its running trial back in the queue), then DELETE it")
+        assert "long" in [s["name"] for s in client.get("/v1/studies").json()]
+        stop = client.post("/v1/studies/long/stop")
+        assert stop.status_code == 409, stop.text
+        assert stop.json()["error"] == (
+            "study 'long' is run by 1 live worker(s) this server did not start, which it "
+            "cannot stop; stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/"
+            "`tuner search`: each puts its running trial back in the queue)")
+        assert by_hand.poll() is None  # left running
+
+        by_hand.send_signal(signal.SIGTERM)  # as the answer says: the trial goes back
+        by_hand.wait(timeout=60)
+        assert client.get("/v1/studies/long").json()["outside_workers"] == 0
+        assert client.delete("/v1/studies/long").status_code == 200
