@@ -2,7 +2,8 @@
 process or on another machine) is seen as running from what the storage records (running
 trials and their heartbeats; a journal's worker records), against a real `tuner serve`: its
 status says so, DELETE refuses it (it was deleted under them) and stop says it cannot stop
-them (it said the study was not running)."""
+them (it said the study was not running). And a study deleted while a request reads it is
+404, not 500."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
+import optuna
 import pytest
 import yaml
+from click.testing import CliRunner
 
-from studies import StudyError
+from studies import StudyError, open_storage
+from tuner.cli import main
 
 from .serving import ROOT, serving, study
 from .specs import tiny
@@ -87,3 +93,35 @@ def test_a_study_run_by_workers_started_by_hand_is_running(
         by_hand.wait(timeout=60)
         assert client.get("/v1/studies/long").json()["outside_workers"] == 0
         assert client.delete("/v1/studies/long").status_code == 200
+
+
+def test_a_study_deleted_while_its_report_is_rendered_is_404(tmp_path: Path) -> None:
+    """DELETE landing while GET .../report read the study (a portal showing the report as a
+    scheduler cleans up) answered 500 'internal error' (Optuna's KeyError 'Record does not
+    exist.'); now 404, one line. The report reads the storage throughout its rendering, and
+    DELETE takes a moment to make sure no worker runs the study: the report is asked ever
+    later after the DELETE until the deletion lands inside it."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    spec = tmp_path / "src.yaml"
+    spec.write_text(yaml.safe_dump(tiny("src", search={"sampler": "random", "trials": 40,
+                                                       "seed": 0})), encoding="utf-8")
+    made = CliRunner().invoke(main, ["search", str(spec), "--storage", url, "--json"])
+    assert made.exit_code == 0, made.output
+    store = open_storage(url, heartbeat_interval_s=None, create=False)
+    answers: list[httpx.Response] = []
+    with serving(tmp_path, url) as server, server.client() as client, \
+            ThreadPoolExecutor(1) as pool:
+        delete_s = 0.4  # what DELETE takes, measured anew each time
+        for attempt in range(30):
+            optuna.copy_study(from_study_name="src", from_storage=store, to_storage=store,
+                              to_study_name="victim")
+            deleted = pool.submit(client.delete, "/v1/studies/victim")
+            time.sleep(max(0.0, delete_s - 0.25 + 0.02 * (attempt % 15)))
+            answers.append(client.get("/v1/studies/victim/report"))
+            assert deleted.result().status_code == 200
+            delete_s = deleted.result().elapsed.total_seconds()
+            if answers[-1].status_code == 404 and "deleted while" in answers[-1].text:
+                break
+    assert [a.status_code for a in answers if a.status_code not in (200, 404)] == []
+    assert answers[-1].json() == {"error": "study 'victim' was deleted while this request "
+                                           "read it; GET /v1/studies lists the studies"}

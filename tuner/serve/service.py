@@ -9,8 +9,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import optuna
 
@@ -45,6 +46,7 @@ __all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
 
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A study name the API accepts (it is part of the study's URLs)."""
+_T = TypeVar("_T")
 COUNT_LIMIT = 1_000_000
 """Counting the plans of a search space sent to /v1/evaluate stops past this many."""
 
@@ -236,25 +238,44 @@ class Service:
 
     def status(self, name: str) -> dict[str, Any]:
         """The StudyStatus of study `name`."""
-        study = self.study(name)
-        outside = 0 if finished(study) else self.outside(study, looks=1)
-        return status(study, live=self.runner.live(name), outside=outside,
-                      error=self.runner.error(name))
+        def now(study: optuna.Study) -> dict[str, Any]:
+            outside = 0 if finished(study) else self.outside(study, looks=1)
+            return status(study, live=self.runner.live(name), outside=outside,
+                          error=self.runner.error(name))
+        return self._read(name, now)
 
     def best(self, name: str, *, top: int) -> str:
         """`tuner best NAME --top K --json`."""
-        return to_json(best_payload(self.study(name), top=top))
+        return self._read(name, lambda study: to_json(best_payload(study, top=top)))
 
     def trials(self, name: str, *, offset: int, limit: int) -> tuple[str, int]:
         """`tuner export NAME --json` of the trials `offset` to `offset + limit` by number;
         how many trials the study holds."""
-        rows, total = export_page(self.study(name), offset=offset, limit=limit)
+        rows, total = self._read(name, lambda study: export_page(study, offset=offset,
+                                                                 limit=limit))
         return json.dumps(rows, indent=2), total
 
     def plan(self, name: str, *, fmt: str, trial: int | None) -> str:
         """`tuner plan NAME [--trial N] --as FMT`."""
-        return render(fmt, chosen_plan(self.study(name), trial))
+        return self._read(name, lambda study: render(fmt, chosen_plan(study, trial)))
 
     def report(self, name: str, *, top: int) -> str:
         """`tuner report NAME --top K`: the HTML."""
-        return build_report(self.study(name), top=top)
+        return self._read(name, lambda study: build_report(study, top=top))
+
+    def _read(self, name: str, work: Callable[[optuna.Study], _T]) -> _T:
+        """`work` on study `name`; a 404 when the study is deleted (DELETE, or `tuner` on the
+        storage) while `work` reads it, where Optuna's KeyError ('Record does not exist.')
+        was a 500 'internal error'."""
+        study = self.study(name)
+        try:
+            return work(study)
+        except KeyError:
+            try:
+                there = self.storage.get_study_id_from_name(name) == study._study_id
+            except KeyError:
+                there = False
+            if there:
+                raise
+            raise RequestError(404, f"study '{name}' was deleted while this request read "
+                                    "it; GET /v1/studies lists the studies") from None
