@@ -10,6 +10,7 @@ study named `a/best` has no status route of its own."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -131,22 +132,31 @@ PAGE = 1000
 MAX_PAGE = 10_000
 """The most rows one list answer holds (`limit`)."""
 Offset = Query(0, ge=0, description="Rows to skip, in the list's order.")
-Limit = Query(PAGE, ge=1, le=MAX_PAGE, description=f"Rows in this page (up to {MAX_PAGE:,}).")
+Limit = Query(PAGE, ge=0, le=MAX_PAGE, description=f"Rows in this page (up to {MAX_PAGE:,}; "
+                                                   "0: none, only the count in X-Total-Count).")
 _PAGED: dict[int | str, dict[str, Any]] = {200: {"headers": {
     "X-Total-Count": {"description": "Rows in the whole list, this page and the others.",
                       "schema": {"type": "integer"}},
     "Link": {"description": 'The next page, `<URL>; rel="next"` (RFC 8288), where there '
-                            "is one.", "schema": {"type": "string"}}}}}
+                            "is one; its path begins with the X-Forwarded-Prefix a reverse "
+                            "proxy sends.", "schema": {"type": "string"}}}}}
+_PREFIX = re.compile(r"(?:/[A-Za-z0-9._~%-]+)+")
+"""A path prefix a proxy may send: segments of unreserved characters (and %-escapes)."""
 
 
 def _page(text: str, request: Request, *, total: int, offset: int, limit: int) -> Response:
-    """A page of a list, with its total and its next page's link (relative) where rows are
-    left."""
+    """A page of a list, with its total and, where rows are left (and `limit` is not 0, a
+    request for the count only), its next page's link: a path, under the prefix a reverse
+    proxy stripped (X-Forwarded-Prefix), the request's other query parameters kept."""
     headers = {"X-Total-Count": str(total)}
-    if offset + limit < total:
+    if limit and offset + limit < total:
         query = request.url.include_query_params(offset=offset + limit, limit=limit).query
-        headers["Link"] = f'<{quote(request.url.path)}?{query}>; rel="next"'
+        prefix = request.headers.get("x-forwarded-prefix", "").strip().rstrip("/")
+        prefix = prefix if _PREFIX.fullmatch(prefix) else ""
+        headers["Link"] = f'<{prefix}{quote(request.url.path)}?{query}>; rel="next"'
     return _json(text, headers=headers)
+
+
 Top = Query(default=1, ge=1, le=100, description="How many distinct plans (one objective).")
 
 
