@@ -24,13 +24,14 @@ from optuna.trial import FrozenTrial, TrialState
 
 from .recovery import JOURNAL_STALE_S, WORKER_ATTR, _journal_stale
 
-__all__ = ["LIVE_GRACE_S", "live_workers"]
+__all__ = ["LIVE_GRACE_S", "LOOK_EVERY_S", "live_workers"]
 
 LIVE_GRACE_S = 20.0
 """Seconds a heartbeat shows its worker alive: twice the command line's default --heartbeat
 (a worker started with a longer one may look gone between two beats)."""
 LOOKS = 3
 LOOK_EVERY_S = 0.1
+"""Seconds between two looks at a study that shows no live worker."""
 
 
 def live_workers(study: optuna.Study, *, grace_s: float = LIVE_GRACE_S, looks: int = LOOKS

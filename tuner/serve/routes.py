@@ -218,7 +218,8 @@ def _study_routes(router: APIRouter) -> None:
         """Stop the study's worker processes as Ctrl-C stops `tuner search`: each puts its
         running trial back in the queue (neither complete nor failed) and exits, within 20 s
         (then it is killed). The study stays stopped, a server restarted too, until its spec
-        is POSTed again, which resumes it. 409 when no worker of this server runs it."""
+        is POSTed again, which resumes it. 409 when no worker of this server runs it (saying
+        how many workers outside it do: `tuner worker` by hand, another server)."""
         return _json(to_json_text(await _call(service.stop, name)))
 
     @router.delete(f"/studies/{STUDY_ONLY}", response_model=StudyDeleted,
@@ -226,7 +227,8 @@ def _study_routes(router: APIRouter) -> None:
                    responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}})
     async def delete_study(service: ServiceDep, name: str = StudyName) -> Response:
         """Delete the study and its trials from the storage (optuna.delete_study; nothing
-        else is touched). 409 while it runs: POST .../stop first."""
+        else is touched). 409 while workers run it: this server's (POST .../stop first) or
+        others' (`tuner worker` by hand, another server: stop them where they run)."""
         return _json(to_json_text(await _call(service.delete, name)))
 
 

@@ -47,6 +47,9 @@ __all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A study name the API accepts (it is part of the study's URLs)."""
 _T = TypeVar("_T")
+_CHANGING_LOOKS = 10
+"""Looks (studies.LOOK_EVERY_S apart: 1 s in all) for workers outside this server before a
+DELETE deletes a study or a stop says none runs it; a status looks 3 times."""
 COUNT_LIMIT = 1_000_000
 """Counting the plans of a search space sent to /v1/evaluate stops past this many."""
 
@@ -181,7 +184,7 @@ class Service:
             study = self.study(name)
             stopped = self.runner.stop_study(study)
             if not stopped:
-                outside = self.outside(study)
+                outside = self.outside(study, looks=_CHANGING_LOOKS)
                 if outside:
                     raise RequestError(409, f"study '{name}' is run by {outside} live "
                                             f"worker(s) this server did not start, which it "
@@ -202,7 +205,7 @@ class Service:
                 raise RequestError(409, f"study '{name}' is running ({live} worker "
                                         "process(es)); stop it first: POST "
                                         f"/v1/studies/{name}/stop, then DELETE it")
-            outside = self.outside(study)
+            outside = self.outside(study, looks=_CHANGING_LOOKS)
             if outside:
                 raise RequestError(409, f"study '{name}' is running: {outside} live "
                                         "worker(s) outside this server run it; "
@@ -212,9 +215,14 @@ class Service:
             self.runner.forget(name)
         return {"study": name, "deleted_trials": trials}
 
-    def outside(self, study: optuna.Study, *, looks: int = 3) -> int:
+    def outside(self, study: optuna.Study, *, looks: int) -> int:
         """The study's live workers that this server neither started nor adopted (`tuner
-        worker` by hand, another server), by what the storage records (studies.liveness)."""
+        worker` by hand, another server), by what the storage records (studies.liveness),
+        looked at up to `looks` times, LOOK_EVERY_S apart, while none shows (a worker
+        between two trials has none running, longer on a loaded machine); none for a
+        finished study (no trial runs or waits)."""
+        if finished(study):
+            return 0
         ours = self.runner.processes(study.study_name)
         own = {(r.get("host"), r.get("pid")) for r in ours}
         grace_s = max(LIVE_GRACE_S, 2.0 * self.config.heartbeat_s)
@@ -239,7 +247,7 @@ class Service:
     def status(self, name: str) -> dict[str, Any]:
         """The StudyStatus of study `name`."""
         def now(study: optuna.Study) -> dict[str, Any]:
-            outside = 0 if finished(study) else self.outside(study, looks=1)
+            outside = self.outside(study, looks=3)
             return status(study, live=self.runner.live(name), outside=outside,
                           error=self.runner.error(name))
         return self._read(name, now)
