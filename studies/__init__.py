@@ -17,6 +17,7 @@ from .listing import (
     studies_page,
     trials_table,
 )
+from .liveness import LIVE_GRACE_S, live_workers
 from .locate import LEGACY_STORAGE_URL, Located, locate_storage
 from .metadata import (
     SCHEMA_VERSION,
@@ -85,6 +86,7 @@ __all__ = [
     "JOURNAL_STALE_S",
     "JOURNAL_UNSTAMPED_S",
     "LEGACY_STORAGE_URL",
+    "LIVE_GRACE_S",
     "OBJECTIVE_UNITS",
     "RECOVERY_EVERY_S",
     "RESULT_ATTR",
@@ -112,6 +114,7 @@ __all__ = [
     "finished_under_us",
     "is_feasible",
     "list_studies",
+    "live_workers",
     "load_study",
     "locate_storage",
     "metric_names",

@@ -207,7 +207,7 @@ def test_trials_come_in_pages(client: httpx.Client, server: Server, tmp_path: Pa
         link = found.group(1) if found else ""
     assert pages == rows
     assert client.get("/v1/studies/paged/trials", params={"offset": 99}).json() == []
-    for bad in ({"limit": 0}, {"limit": 10_001}, {"offset": -1}):
+    for bad in ({"limit": -1}, {"limit": 10_001}, {"offset": -1}):
         answer = client.get("/v1/studies/paged/trials", params=bad)
         assert answer.status_code == 422, bad
         assert answer.json()["error"].startswith(f"query.{next(iter(bad))}: ")
@@ -307,3 +307,51 @@ def test_a_killed_server_s_adopted_workers_are_stopped(tmp_path: Path) -> None:
         assert not any(alive(pid) for pid in workers)
     states = [t.state for t in study(url, "orphan").get_trials()]
     assert TrialState.RUNNING not in states and TrialState.FAIL not in states
+
+
+def test_every_route_s_404_names_the_nearest_study(client: httpx.Client, server: Server,
+                                                   tmp_path: Path) -> None:
+    """The status, best, trials, plan and report of a mistyped name said only 'no study
+    named ...', where stop and DELETE named the nearest stored name."""
+    _cli_study(_storage(server), tmp_path, "nearby-study")
+    for method, suffix in (("GET", ""), ("GET", "/best"), ("GET", "/trials"),
+                           ("GET", "/plan"), ("GET", "/report"), ("POST", "/stop"),
+                           ("DELETE", "")):
+        answer = client.request(method, f"/v1/studies/nearby-studi{suffix}")
+        assert answer.status_code == 404, (method, suffix)
+        assert answer.json()["error"] == (
+            "no study named 'nearby-studi' (did you mean 'nearby-study'?); GET /v1/studies "
+            "lists the studies"), (method, suffix)
+
+
+def test_a_page_of_none_is_the_count(client: httpx.Client, server: Server,
+                                     tmp_path: Path) -> None:
+    """`limit=0` (how a program asks how many rows there are) was 422; it answers no row
+    and the count, with no Link (a Link to the same page of none would never end); a page
+    past the end is empty, with the count and no Link."""
+    _cli_study(_storage(server), tmp_path, "counted", trials=5)
+    for path in ("/v1/studies/counted/trials", "/v1/studies"):
+        total = len(client.get(path).json())
+        for offset in (0, 2, total + 10):
+            answer = client.get(path, params={"offset": offset, "limit": 0})
+            assert answer.status_code == 200, answer.text
+            assert answer.json() == [] and answer.headers["x-total-count"] == str(total)
+            assert "link" not in answer.headers
+        past = client.get(path, params={"offset": total + 10, "limit": 2})
+        assert past.json() == [] and "link" not in past.headers
+
+
+def test_the_next_page_is_reached_behind_a_proxy_s_prefix(
+        client: httpx.Client, server: Server, tmp_path: Path) -> None:
+    """Behind a reverse proxy serving the API under /tuner (it strips the prefix and says so
+    in X-Forwarded-Prefix, as Traefik and nginx set it), the Link named /v1/...: a client
+    following it left the proxy's prefix. The other query parameters are kept."""
+    _cli_study(_storage(server), tmp_path, "proxied", trials=5)
+    answer = client.get("/v1/studies/proxied/trials?limit=2&extra=kept",
+                        headers={"X-Forwarded-Prefix": "/tuner/"})
+    assert answer.headers["link"] == \
+        '</tuner/v1/studies/proxied/trials?extra=kept&offset=2&limit=2>; rel="next"'
+    for odd in ("tuner", "/a b", "/x>, <http://elsewhere/", "/x?y=1"):  # not a plain path
+        link = client.get("/v1/studies/proxied/trials?limit=2",
+                          headers={"X-Forwarded-Prefix": odd}).headers["link"]
+        assert link == '</v1/studies/proxied/trials?offset=2&limit=2>; rel="next"', odd

@@ -108,7 +108,9 @@ class StudyStatus(BaseModel):
     reached or the space swept; stopped: unfinished with no worker, see `error`; timed_out:
     its search.timeout passed), complete trials of the target, trials running, waiting,
     failed and pruned, the sampler used and the one asked for, whether the best plan is
-    proven optimal (an exhaustive sweep), the plans evaluated, the live workers."""
+    proven optimal (an exhaustive sweep), the plans evaluated, the live workers of this
+    server (`workers`) and those outside it (`outside_workers`: `tuner worker` started by
+    hand, another server; seen in the storage's running trials and their heartbeats)."""
 
     study: str
     state: StudyState
@@ -125,6 +127,7 @@ class StudyStatus(BaseModel):
     feasible_plans: int | None = None
     directions: list[str]
     workers: int
+    outside_workers: int = 0
     error: str | None = None
 
 

@@ -45,16 +45,17 @@ def _state(study: optuna.Study, trials: list[FrozenTrial], live: int, deadline: 
     return "stopped"
 
 
-def status(study: optuna.Study, *, live: int, error: str | None) -> dict[str, Any]:
-    """The study's StudyStatus object; `live` worker processes run it now, `error` is the
-    last failure of one."""
+def status(study: optuna.Study, *, live: int, outside: int = 0, error: str | None
+           ) -> dict[str, Any]:
+    """The study's StudyStatus object; `live` worker processes of the server and `outside`
+    others (studies.live_workers) run it now, `error` is the last failure of one."""
     trials = list(study.get_trials(deepcopy=False))
     count = {state: sum(t.state == state for t in trials) for state in TrialState}
     record = study.user_attrs.get(SERVE_ATTR)
     deadline = record.get("deadline") if isinstance(record, dict) else None
     # the state before the summary: each reads the storage anew, and a sweep that ends
     # between the two reads must not show as done and not optimal (a sweep stays swept)
-    state = _state(study, trials, live, deadline)
+    state = _state(study, trials, live + outside, deadline)
     out = summary(study)
     settings = search_settings(study) if SEARCH_ATTR in study.user_attrs else {}
     return {
@@ -66,5 +67,5 @@ def status(study: optuna.Study, *, live: int, error: str | None) -> dict[str, An
         "optimal": out["optimal"], "evaluated": out["evaluated"],
         "feasible_plans": out.get("feasible_plans"),
         "directions": [d.name.lower() for d in study.directions],
-        "workers": live, "error": error,
+        "workers": live, "outside_workers": outside, "error": error,
     }

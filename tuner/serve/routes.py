@@ -10,6 +10,7 @@ study named `a/best` has no status route of its own."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -131,22 +132,31 @@ PAGE = 1000
 MAX_PAGE = 10_000
 """The most rows one list answer holds (`limit`)."""
 Offset = Query(0, ge=0, description="Rows to skip, in the list's order.")
-Limit = Query(PAGE, ge=1, le=MAX_PAGE, description=f"Rows in this page (up to {MAX_PAGE:,}).")
+Limit = Query(PAGE, ge=0, le=MAX_PAGE, description=f"Rows in this page (up to {MAX_PAGE:,}; "
+                                                   "0: none, only the count in X-Total-Count).")
 _PAGED: dict[int | str, dict[str, Any]] = {200: {"headers": {
     "X-Total-Count": {"description": "Rows in the whole list, this page and the others.",
                       "schema": {"type": "integer"}},
     "Link": {"description": 'The next page, `<URL>; rel="next"` (RFC 8288), where there '
-                            "is one.", "schema": {"type": "string"}}}}}
+                            "is one; its path begins with the X-Forwarded-Prefix a reverse "
+                            "proxy sends.", "schema": {"type": "string"}}}}}
+_PREFIX = re.compile(r"(?:/[A-Za-z0-9._~%-]+)+")
+"""A path prefix a proxy may send: segments of unreserved characters (and %-escapes)."""
 
 
 def _page(text: str, request: Request, *, total: int, offset: int, limit: int) -> Response:
-    """A page of a list, with its total and its next page's link (relative) where rows are
-    left."""
+    """A page of a list, with its total and, where rows are left (and `limit` is not 0, a
+    request for the count only), its next page's link: a path, under the prefix a reverse
+    proxy stripped (X-Forwarded-Prefix), the request's other query parameters kept."""
     headers = {"X-Total-Count": str(total)}
-    if offset + limit < total:
+    if limit and offset + limit < total:
         query = request.url.include_query_params(offset=offset + limit, limit=limit).query
-        headers["Link"] = f'<{quote(request.url.path)}?{query}>; rel="next"'
+        prefix = request.headers.get("x-forwarded-prefix", "").strip().rstrip("/")
+        prefix = prefix if _PREFIX.fullmatch(prefix) else ""
+        headers["Link"] = f'<{prefix}{quote(request.url.path)}?{query}>; rel="next"'
     return _json(text, headers=headers)
+
+
 Top = Query(default=1, ge=1, le=100, description="How many distinct plans (one objective).")
 
 
@@ -208,7 +218,8 @@ def _study_routes(router: APIRouter) -> None:
         """Stop the study's worker processes as Ctrl-C stops `tuner search`: each puts its
         running trial back in the queue (neither complete nor failed) and exits, within 20 s
         (then it is killed). The study stays stopped, a server restarted too, until its spec
-        is POSTed again, which resumes it. 409 when no worker of this server runs it."""
+        is POSTed again, which resumes it. 409 when no worker of this server runs it (saying
+        how many workers outside it do: `tuner worker` by hand, another server)."""
         return _json(to_json_text(await _call(service.stop, name)))
 
     @router.delete(f"/studies/{STUDY_ONLY}", response_model=StudyDeleted,
@@ -216,7 +227,8 @@ def _study_routes(router: APIRouter) -> None:
                    responses={404: {"model": ErrorBody}, 409: {"model": ErrorBody}})
     async def delete_study(service: ServiceDep, name: str = StudyName) -> Response:
         """Delete the study and its trials from the storage (optuna.delete_study; nothing
-        else is touched). 409 while it runs: POST .../stop first."""
+        else is touched). 409 while workers run it: this server's (POST .../stop first) or
+        others' (`tuner worker` by hand, another server: stop them where they run)."""
         return _json(to_json_text(await _call(service.delete, name)))
 
 

@@ -165,6 +165,15 @@ class Runner:
             return sum(c.proc.poll() is None for c in known.children) \
                 + sum(_alive(r) for r in known.adopted)
 
+    def processes(self, name: str) -> list[dict[str, Any]]:
+        """The study's live worker processes of this server (started or adopted), as worker
+        records (host, pid, start)."""
+        with self._lock:
+            known = self._studies.get(name, _Study())
+            pids = [c.proc.pid for c in known.children if c.proc.poll() is None]
+            adopted = [r for r in known.adopted if _alive(r)]
+        return [process_identity(pid) for pid in pids] + adopted
+
     def running(self) -> set[str]:
         """The studies with a live worker."""
         with self._lock:

@@ -9,8 +9,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import optuna
 
@@ -18,8 +19,10 @@ from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from search_spaces.wording import counted
 from studies import (
+    LIVE_GRACE_S,
     best_payload,
     export_page,
+    live_workers,
     load_study,
     nearest_name,
     search_settings,
@@ -44,6 +47,10 @@ __all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
 
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A study name the API accepts (it is part of the study's URLs)."""
+_T = TypeVar("_T")
+_CHANGING_LOOKS = 10
+"""Looks (studies.LOOK_EVERY_S apart: 1 s in all) for workers outside this server before a
+DELETE deletes a study or a stop says none runs it; a status looks 3 times."""
 COUNT_LIMIT = 1_000_000
 """Counting the plans of a search space sent to /v1/evaluate stops past this many."""
 
@@ -108,6 +115,18 @@ def _not_running(name: str, now: dict[str, Any], what: str) -> str:
             f"{progress}); nothing to {what}; {then}")
 
 
+_STOP_THERE = ("stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner "
+               "search`: each puts its running trial back in the queue)")
+
+
+def _unknown(storage: optuna.storages.BaseStorage, name: str) -> RequestError:
+    """The 404 of a study name the storage does not hold, naming the nearest stored one."""
+    near = nearest_name(storage, name)
+    hint = f" (did you mean '{near}'?)" if near is not None else ""
+    return RequestError(404, f"no study named '{name}'{hint}; GET /v1/studies lists the "
+                             "studies")
+
+
 @dataclass(frozen=True)
 class Service:
     """The server's storage (opened once), its worker processes and its settings."""
@@ -161,11 +180,17 @@ class Service:
 
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the study's workers (tuner.serve.runner.Runner.stop_study) and wait for them:
-        each puts its running trial back in the queue; a 409 when none runs it here."""
+        each puts its running trial back in the queue; a 409 when none runs it here (saying
+        so where workers this server did not start run it)."""
         with self.admission:  # no POST starts or joins workers of the study meanwhile
-            study = self._named(name)
+            study = self.study(name)
             stopped = self.runner.stop_study(study)
             if not stopped:
+                outside = self.outside(study, looks=_CHANGING_LOOKS)
+                if outside:
+                    raise RequestError(409, f"study '{name}' is run by {outside} live "
+                                            f"worker(s) this server did not start, which it "
+                                            f"cannot stop; {_STOP_THERE}")
                 raise RequestError(409, _not_running(name, self.status(name), "stop"))
             now = self.status(name)
         return {"study": name, "state": now["state"], "workers_stopped": stopped,
@@ -174,37 +199,45 @@ class Service:
 
     def delete(self, name: str) -> dict[str, Any]:
         """Delete the study with Optuna's own API (optuna.delete_study: nothing else of the
-        storage is touched); a 409 while this server's workers run it."""
+        storage is touched); a 409 while workers run it, this server's or others'."""
         with self.admission:  # no POST starts workers of the study meanwhile
-            study = self._named(name)
+            study = self.study(name)
             live = self.runner.live(name)
             if live:
                 raise RequestError(409, f"study '{name}' is running ({live} worker "
                                         "process(es)); stop it first: POST "
                                         f"/v1/studies/{name}/stop, then DELETE it")
+            outside = self.outside(study, looks=_CHANGING_LOOKS)
+            if outside:
+                raise RequestError(409, f"study '{name}' is running: {outside} live "
+                                        "worker(s) outside this server run it; "
+                                        f"{_STOP_THERE}, then DELETE it")
             trials = len(study.get_trials(deepcopy=False))
             optuna.delete_study(study_name=name, storage=self.storage)
             self.runner.forget(name)
         return {"study": name, "deleted_trials": trials}
 
-    def _named(self, name: str) -> optuna.Study:
+    def outside(self, study: optuna.Study, *, looks: int) -> int:
+        """The study's live workers that this server neither started nor adopted (`tuner
+        worker` by hand, another server), by what the storage records (studies.liveness),
+        looked at up to `looks` times, LOOK_EVERY_S apart, while none shows (a worker
+        between two trials has none running, longer on a loaded machine); none for a
+        finished study (no trial runs or waits)."""
+        if finished(study):
+            return 0
+        ours = self.runner.processes(study.study_name)
+        own = {(r.get("host"), r.get("pid")) for r in ours}
+        grace_s = max(LIVE_GRACE_S, 2.0 * self.config.heartbeat_s)
+        found = live_workers(study, grace_s=grace_s, looks=looks)
+        named = [r for r in found if r is not None and (r.get("host"), r.get("pid")) not in own]
+        return len(named) + max(0, sum(r is None for r in found) - len(ours))
+
+    def study(self, name: str) -> optuna.Study:
         """The study `name`; a 404 naming the nearest stored name when there is none."""
         try:
             self.storage.get_study_id_from_name(name)
         except KeyError:
-            near = nearest_name(self.storage, name)
-            hint = f" (did you mean '{near}'?)" if near is not None else ""
-            raise RequestError(404, f"no study named '{name}'{hint}; GET /v1/studies lists "
-                                    "the studies") from None
-        return load_study(self.storage, name)
-
-    def study(self, name: str) -> optuna.Study:
-        """The stored study `name`; a 404 RequestError when there is none."""
-        try:
-            self.storage.get_study_id_from_name(name)
-        except KeyError:
-            raise RequestError(404, f"no study named '{name}'; GET /v1/studies lists the "
-                                    "studies") from None
+            raise _unknown(self.storage, name) from None
         return load_study(self.storage, name)
 
     def studies(self, *, offset: int, limit: int) -> tuple[str, int]:
@@ -215,23 +248,44 @@ class Service:
 
     def status(self, name: str) -> dict[str, Any]:
         """The StudyStatus of study `name`."""
-        return status(self.study(name), live=self.runner.live(name),
-                      error=self.runner.error(name))
+        def now(study: optuna.Study) -> dict[str, Any]:
+            outside = self.outside(study, looks=3)
+            return status(study, live=self.runner.live(name), outside=outside,
+                          error=self.runner.error(name))
+        return self._read(name, now)
 
     def best(self, name: str, *, top: int) -> str:
         """`tuner best NAME --top K --json`."""
-        return to_json(best_payload(self.study(name), top=top))
+        return self._read(name, lambda study: to_json(best_payload(study, top=top)))
 
     def trials(self, name: str, *, offset: int, limit: int) -> tuple[str, int]:
         """`tuner export NAME --json` of the trials `offset` to `offset + limit` by number;
         how many trials the study holds."""
-        rows, total = export_page(self.study(name), offset=offset, limit=limit)
+        rows, total = self._read(name, lambda study: export_page(study, offset=offset,
+                                                                 limit=limit))
         return json.dumps(rows, indent=2), total
 
     def plan(self, name: str, *, fmt: str, trial: int | None) -> str:
         """`tuner plan NAME [--trial N] --as FMT`."""
-        return render(fmt, chosen_plan(self.study(name), trial))
+        return self._read(name, lambda study: render(fmt, chosen_plan(study, trial)))
 
     def report(self, name: str, *, top: int) -> str:
         """`tuner report NAME --top K`: the HTML."""
-        return build_report(self.study(name), top=top)
+        return self._read(name, lambda study: build_report(study, top=top))
+
+    def _read(self, name: str, work: Callable[[optuna.Study], _T]) -> _T:
+        """`work` on study `name`; a 404 when the study is deleted (DELETE, or `tuner` on the
+        storage) while `work` reads it, where Optuna's KeyError ('Record does not exist.')
+        was a 500 'internal error'."""
+        study = self.study(name)
+        try:
+            return work(study)
+        except KeyError:
+            try:
+                there = self.storage.get_study_id_from_name(name) == study._study_id
+            except KeyError:
+                there = False
+            if there:
+                raise
+            raise RequestError(404, f"study '{name}' was deleted while this request read "
+                                    "it; GET /v1/studies lists the studies") from None

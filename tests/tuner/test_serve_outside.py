@@ -1,0 +1,131 @@
+"""A study run by workers the server did not start (`tuner worker NAME` by hand, in another
+process or on another machine) is seen as running from what the storage records (running
+trials and their heartbeats; a journal's worker records), against a real `tuner serve`: its
+status says so, DELETE refuses it (it was deleted under them) and stop says it cannot stop
+them (it said the study was not running). And a study deleted while a request reads it is
+404, not 500."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import optuna
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from studies import StudyError, open_storage
+from tuner.cli import main
+
+from .serving import ROOT, serving, study
+from .specs import tiny
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+
+
+@pytest.fixture(params=["sqlite", "journal"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 's.db'}" if request.param == "sqlite" else \
+        f"journal:///{tmp_path / 's.log'}"
+
+
+@pytest.fixture
+def by_hand(url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """`tuner search long.yaml --storage URL` in a process of its own, a target far off (it
+    runs for the whole test), as a person starts it (or `tuner worker long`) by hand."""
+    spec = tmp_path / "long.yaml"
+    spec.write_text(yaml.safe_dump(tiny("long", search={"sampler": "random",
+                                                        "trials": 100_000, "seed": 0})),
+                    encoding="utf-8")
+    worker = subprocess.Popen([sys.executable, "-m", "tuner", "search", str(spec), "--storage",
+                               url, "--heartbeat", "1"], cwd=ROOT, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while _trials(url) < 10:
+            assert worker.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        yield worker
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        worker.wait()
+
+
+def _trials(url: str) -> int:
+    try:
+        return len(study(url, "long").get_trials(deepcopy=False))
+    except (StudyError, KeyError):  # not made yet
+        return 0
+
+
+def test_a_study_run_by_workers_started_by_hand_is_running(
+        url: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:
+    with serving(tmp_path, url, "--workers", "1", "--heartbeat", "1") as server, \
+            server.client() as client:
+        deadline = time.monotonic() + 10  # a status is a look at one moment: it may
+        while True:                         # fall between two trials on a loaded machine
+            status = client.get("/v1/studies/long").json()
+            seen = (status["state"], status["workers"], status["outside_workers"])
+            if seen == ("running", 0, 1) or time.monotonic() > deadline:
+                break
+        assert seen == ("running", 0, 1), status
+        refused = client.delete("/v1/studies/long")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"] == (
+            "study 'long' is running: 1 live worker(s) outside this server run it; stop them "
+            "where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner search`: each puts "
+            "its running trial back in the queue), then DELETE it")
+        assert "long" in [s["name"] for s in client.get("/v1/studies").json()]
+        stop = client.post("/v1/studies/long/stop")
+        assert stop.status_code == 409, stop.text
+        assert stop.json()["error"] == (
+            "study 'long' is run by 1 live worker(s) this server did not start, which it "
+            "cannot stop; stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/"
+            "`tuner search`: each puts its running trial back in the queue)")
+        assert by_hand.poll() is None  # left running
+
+        by_hand.send_signal(signal.SIGTERM)  # as the answer says: the trial goes back
+        by_hand.wait(timeout=60)
+        assert client.get("/v1/studies/long").json()["outside_workers"] == 0
+        assert client.delete("/v1/studies/long").status_code == 200
+
+
+def test_a_study_deleted_while_its_report_is_rendered_is_404(tmp_path: Path) -> None:
+    """DELETE landing while GET .../report read the study (a portal showing the report as a
+    scheduler cleans up) answered 500 'internal error' (Optuna's KeyError 'Record does not
+    exist.'); now 404, one line. The report reads the storage throughout its rendering, and
+    DELETE takes a moment to make sure no worker runs the study: the report is asked ever
+    later after the DELETE until the deletion lands inside it."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    spec = tmp_path / "src.yaml"
+    spec.write_text(yaml.safe_dump(tiny("src", search={"sampler": "random", "trials": 40,
+                                                       "seed": 0})), encoding="utf-8")
+    made = CliRunner().invoke(main, ["search", str(spec), "--storage", url, "--json"])
+    assert made.exit_code == 0, made.output
+    store = open_storage(url, heartbeat_interval_s=None, create=False)
+    answers: list[httpx.Response] = []
+    with serving(tmp_path, url) as server, server.client() as client, \
+            ThreadPoolExecutor(1) as pool:
+        delete_s = 0.4  # what DELETE takes, measured anew each time
+        for attempt in range(30):
+            optuna.copy_study(from_study_name="src", from_storage=store, to_storage=store,
+                              to_study_name="victim")
+            deleted = pool.submit(client.delete, "/v1/studies/victim")
+            time.sleep(max(0.0, delete_s - 0.25 + 0.02 * (attempt % 15)))
+            answers.append(client.get("/v1/studies/victim/report"))
+            assert deleted.result().status_code == 200
+            delete_s = deleted.result().elapsed.total_seconds()
+            if answers[-1].status_code == 404 and "deleted while" in answers[-1].text:
+                break
+    assert [a.status_code for a in answers if a.status_code not in (200, 404)] == []
+    assert answers[-1].json() == {"error": "study 'victim' was deleted while this request "
+                                           "read it; GET /v1/studies lists the studies"}
