@@ -23,7 +23,7 @@ from ..engine.calibrate import (
 from ..errors import TunerError
 from ..views import text as render
 from .options import NumberRange, json_option
-from .paths import out_path
+from .paths import out_path, write_whole
 
 __all__ = ["calibrate"]
 
@@ -69,7 +69,7 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
               for name, part in (("fit", fitted_rows), ("held_out", held))}
     header = (f"written by `tuner calibrate {csv_path}`: {counted(len(fitted_rows), 'run')} "
               f"fitted, {counted(len(held), 'run')} held out (seed {seed})")
-    path.write_text(profile_text(fitted, header=header), encoding="utf-8")
+    write_whole(path, profile_text(fitted, header=header), what="the profile")
     bounded = at_bounds(fitted_rows, fitted, network=network)
     if as_json:
         click.echo(render.to_json({"profile": out, **report, "at_bounds": bounded,

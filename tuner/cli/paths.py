@@ -3,6 +3,9 @@ is found in the earlier default), and files given with --out, whose directory mu
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
 import click
@@ -11,7 +14,7 @@ from studies import directory_problem, locate_storage
 
 from ..errors import TunerError
 
-__all__ = ["out_path", "storage_for"]
+__all__ = ["out_path", "storage_for", "write_whole"]
 
 
 def storage_for(cli_value: str | None, *, study: str | None = None) -> str:
@@ -33,3 +36,35 @@ def out_path(value: str, *, option: str = "--out") -> Path:
     if path.is_dir():
         raise TunerError(f"{option} {value} is a directory; give a file name")
     return path
+
+
+def write_whole(path: Path, text: str, *, what: str, option: str = "--out") -> None:
+    """`text` into `path` whole: written to a temporary file beside it and renamed over it, so
+    that a signal, a full disk or an error mid-write leaves the file as it was (a cut
+    calibration profile would be read by every study that names it). TunerError, one line,
+    when it cannot be written."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                             suffix=".tmp")
+    except OSError as err:
+        raise TunerError(f"{path}: cannot write {what} ({err.strerror}); give {option} a "
+                         "writable file") from err
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        with contextlib.suppress(OSError):  # a new file gets the permissions open() gives
+            mode = path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask()
+            os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except OSError as err:
+        raise TunerError(f"{path}: cannot write {what} ({err.strerror}); give {option} a "
+                         "writable file") from err
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

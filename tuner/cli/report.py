@@ -19,7 +19,7 @@ from .dashboard import (
     study_address,
 )
 from .options import storage_option, top_option
-from .paths import out_path, storage_for
+from .paths import out_path, storage_for, write_whole
 
 __all__ = ["dashboard", "report"]
 
@@ -46,11 +46,7 @@ def report(name: str, out: str | None, top: int, storage: str | None, as_json: b
     store = open_storage(storage_for(storage, study=name), heartbeat_interval_s=None,
                          create=False, read_only=True)
     text = build_report(load_study(store, name), top=top)
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as err:
-        raise TunerError(f"{path}: cannot write the report ({err.strerror}); give --out a "
-                         "writable file") from err
+    write_whole(path, text, what="the report")
     click.echo(render.to_json({"report": str(path)}) if as_json else str(path))
 
 

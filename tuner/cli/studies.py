@@ -21,7 +21,7 @@ from ..views import studies as studies_view
 from ..views import text as render
 from .advice import advised
 from .options import exclusive, json_option, storage_option, top_option
-from .paths import out_path, storage_for
+from .paths import out_path, storage_for, write_whole
 
 __all__ = ["best", "export", "studies"]
 
@@ -80,4 +80,4 @@ def export(name: str, as_csv: bool, as_json: bool, out: str | None, storage: str
     if path is None:
         click.echo(text, nl=not text.endswith("\n"))
         return
-    path.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+    write_whole(path, text if text.endswith("\n") else text + "\n", what="the export")
