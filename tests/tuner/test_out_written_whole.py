@@ -60,3 +60,30 @@ def test_a_written_file_has_the_permissions_a_new_file_gets(tmp_path: Path,
                                      stored]).exit_code == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     assert "<html" in out.read_text(encoding="utf-8").lower()
+
+
+def test_a_device_or_pipe_is_written_as_it_is(tmp_path: Path, stored: str) -> None:
+    """--out /dev/stdout or a named pipe: nothing is renamed over it (a regular file in its
+    place would break it)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    read = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        result = CliRunner().invoke(main, ["export", "whole", "--json", "--out", str(fifo),
+                                           "--storage", stored])
+        assert result.exit_code == 0, result.output
+        assert stat.S_ISFIFO(fifo.stat().st_mode)
+        assert os.read(read, 1 << 16).startswith(b"[")
+    finally:
+        os.close(read)
+
+
+def test_a_link_to_a_file_writes_the_file(tmp_path: Path, stored: str) -> None:
+    real = tmp_path / "real.csv"
+    real.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    result = CliRunner().invoke(main, ["export", "whole", "--csv", "--out", str(link),
+                                       "--storage", stored])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and real.read_text(encoding="utf-8").startswith("number")

@@ -42,7 +42,19 @@ def write_whole(path: Path, text: str, *, what: str, option: str = "--out") -> N
     """`text` into `path` whole: written to a temporary file beside it and renamed over it, so
     that a signal, a full disk or an error mid-write leaves the file as it was (a cut
     calibration profile would be read by every study that names it). TunerError, one line,
-    when it cannot be written."""
+    when it cannot be written. A path that is there and is no regular file (/dev/stdout, a
+    named pipe) is written as it is: nothing could be renamed over it; a link to a file
+    writes the file it links to, as writing through it did."""
+    if path.is_symlink() and path.is_file():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        try:
+            with path.open("w", encoding="utf-8") as out:
+                out.write(text)
+        except OSError as err:
+            raise TunerError(f"{path}: cannot write {what} ({err.strerror}); give {option} "
+                             "a writable file") from err
+        return
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
                                              suffix=".tmp")
