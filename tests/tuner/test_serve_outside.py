@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,22 +27,29 @@ from tuner.cli import main
 
 from .serving import ROOT, serving, study
 from .specs import tiny
+from .workers import storage_for
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 
 
-@pytest.fixture(params=["sqlite", "journal"])
+@pytest.fixture(params=["sqlite", "journal", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 's.db'}" if request.param == "sqlite" else \
-        f"journal:///{tmp_path / 's.log'}"
+    """A file storage of the test's own, or the PostgreSQL server .ci/run starts (shared by
+    the session: the study there gets a name of its own)."""
+    return storage_for(request.param, tmp_path)
 
 
 @pytest.fixture
-def by_hand(url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+def name(url: str) -> str:
+    return "long" if not url.startswith("postgresql") else f"long-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def by_hand(url: str, name: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """`tuner search long.yaml --storage URL` in a process of its own, a target far off (it
     runs for the whole test), as a person starts it (or `tuner worker long`) by hand."""
     spec = tmp_path / "long.yaml"
-    spec.write_text(yaml.safe_dump(tiny("long", search={"sampler": "random",
+    spec.write_text(yaml.safe_dump(tiny(name, search={"sampler": "random",
                                                         "trials": 100_000, "seed": 0})),
                     encoding="utf-8")
     worker = subprocess.Popen([sys.executable, "-m", "tuner", "search", str(spec), "--storage",
@@ -50,7 +58,7 @@ def by_hand(url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
                               start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while _trials(url) < 10:
+        while _trials(url, name) < 10:
             assert worker.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
         yield worker
@@ -60,43 +68,43 @@ def by_hand(url: str, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         worker.wait()
 
 
-def _trials(url: str) -> int:
+def _trials(url: str, name: str) -> int:
     try:
-        return len(study(url, "long").get_trials(deepcopy=False))
+        return len(study(url, name).get_trials(deepcopy=False))
     except (StudyError, KeyError):  # not made yet
         return 0
 
 
 def test_a_study_run_by_workers_started_by_hand_is_running(
-        url: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:
+        url: str, name: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:
     with serving(tmp_path, url, "--workers", "1", "--heartbeat", "1") as server, \
             server.client() as client:
         deadline = time.monotonic() + 10  # a status is a look at one moment: it may
         while True:                         # fall between two trials on a loaded machine
-            status = client.get("/v1/studies/long").json()
+            status = client.get(f"/v1/studies/{name}").json()
             seen = (status["state"], status["workers"], status["outside_workers"])
             if seen == ("running", 0, 1) or time.monotonic() > deadline:
                 break
         assert seen == ("running", 0, 1), status
-        refused = client.delete("/v1/studies/long")
+        refused = client.delete(f"/v1/studies/{name}")
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"] == (
-            "study 'long' is running: 1 live worker(s) outside this server run it; stop them "
+            f"study '{name}' is running: 1 live worker(s) outside this server run it; stop them "
             "where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner search`: each puts "
             "its running trial back in the queue), then DELETE it")
-        assert "long" in [s["name"] for s in client.get("/v1/studies").json()]
-        stop = client.post("/v1/studies/long/stop")
+        assert name in [s["name"] for s in client.get("/v1/studies").json()]
+        stop = client.post(f"/v1/studies/{name}/stop")
         assert stop.status_code == 409, stop.text
         assert stop.json()["error"] == (
-            "study 'long' is run by 1 live worker(s) this server did not start, which it "
+            f"study '{name}' is run by 1 live worker(s) this server did not start, which it "
             "cannot stop; stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/"
             "`tuner search`: each puts its running trial back in the queue)")
         assert by_hand.poll() is None  # left running
 
         by_hand.send_signal(signal.SIGTERM)  # as the answer says: the trial goes back
         by_hand.wait(timeout=60)
-        assert client.get("/v1/studies/long").json()["outside_workers"] == 0
-        assert client.delete("/v1/studies/long").status_code == 200
+        assert client.get(f"/v1/studies/{name}").json()["outside_workers"] == 0
+        assert client.delete(f"/v1/studies/{name}").status_code == 200
 
 
 def test_a_study_deleted_while_its_report_is_rendered_is_404(tmp_path: Path) -> None:
