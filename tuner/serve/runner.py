@@ -156,23 +156,24 @@ class Runner:
                                 stderr=log, env=env, start_new_session=True)
         return _Child(study=name, proc=proc, log=log)
 
+    def _alive_now(self, name: str) -> tuple[list[_Child], list[dict[str, Any]]]:
+        """The study's worker processes alive now: those this server started, and the worker
+        records of those it adopted."""
+        with self._lock:
+            known = self._studies.get(name, _Study())
+            return ([c for c in known.children if c.proc.poll() is None],
+                    [r for r in known.adopted if _alive(r)])
+
     def live(self, name: str) -> int:
         """The study's worker processes alive now (started or adopted by this server)."""
-        with self._lock:
-            known = self._studies.get(name)
-            if known is None:
-                return 0
-            return sum(c.proc.poll() is None for c in known.children) \
-                + sum(_alive(r) for r in known.adopted)
+        children, adopted = self._alive_now(name)
+        return len(children) + len(adopted)
 
     def processes(self, name: str) -> list[dict[str, Any]]:
         """The study's live worker processes of this server (started or adopted), as worker
         records (host, pid, start)."""
-        with self._lock:
-            known = self._studies.get(name, _Study())
-            pids = [c.proc.pid for c in known.children if c.proc.poll() is None]
-            adopted = [r for r in known.adopted if _alive(r)]
-        return [process_identity(pid) for pid in pids] + adopted
+        children, adopted = self._alive_now(name)
+        return [process_identity(c.proc.pid) for c in children] + adopted
 
     def running(self) -> set[str]:
         """The studies with a live worker."""
@@ -290,10 +291,7 @@ class Runner:
         no server resumes it before its spec is posted again (`launch` clears the mark); the
         number of worker processes stopped (0: none ran it here, nothing is marked)."""
         name = study.study_name
-        with self._lock:
-            known = self._studies.get(name, _Study())
-            children = [c for c in known.children if c.proc.poll() is None]
-            adopted = [r for r in known.adopted if _alive(r)]
+        children, adopted = self._alive_now(name)
         if not children and not adopted:
             return 0
         record = study.user_attrs.get(SERVE_ATTR)
