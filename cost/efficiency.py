@@ -53,6 +53,15 @@ class Efficiency:
     """Share of the pass next to it that hides data-parallel traffic: gradient buckets reduce
     during the last backward, weight gathers during the first forward (Megatron-Core, DeepSpeed
     and PyTorch DDP/FSDP all overlap so; 0 models Megatron-LM before 2022)."""
+    dp_bucket_params: float | None = None
+    """Parameters per data-parallel gradient bucket (ZeRO 0-2): each bucket is a collective of
+    its own (its gradients' reduce-scatter or all-reduce, its weights' all-gather) and pays the
+    ring's latency, (n - 1) message steps, once. None: Megatron-Core's default bucket,
+    max(4e7, 1e6 x dp x cp) parameters ("larger DP sizes need larger buckets to ensure
+    collectives do not become latency-bound", DistributedDataParallelConfig.bucket_size;
+    the data-parallel group with context parallel, pg_collection.dp_cp). 0: one collective
+    per step (no bucketing: Megatron without overlap_grad_reduce). DeepSpeed's ZeRO buckets
+    5e8 elements (reduce_bucket_size, allgather_bucket_size)."""
     overlap_slowdown: float = 0.15
     """Seconds of compute lost per second of communication hidden behind it: NCCL kernels take
     SMs and HBM bandwidth from the GEMMs they overlap (a few of 108-132 SMs, and their copies)."""

@@ -26,7 +26,7 @@ from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
+__all__ = ["dp_buckets", "launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""
@@ -93,9 +93,12 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                eff: Efficiency, *, idle_s: Array) -> Array:
     """Exposed gradient reduction of each parameter group over its replicas.
 
-    ZeRO 0: one all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
+    ZeRO 0: an all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
     reduce-scatter of gradients and all-gather of weights per step (Megatron's distributed
-    optimizer); 2: the reduce-scatter every micro-batch; 3 (FSDP): every layer's weights
+    optimizer); 2: the reduce-scatter every micro-batch. Each of these runs bucket by bucket
+    (dp_buckets), one collective per bucket, so its ring latency is paid per bucket: at
+    hundreds of ranks a ring's n - 1 steps of a few microseconds each outweigh a small
+    bucket's bytes. 3 (FSDP): every layer's weights
     gathered before its forward and again before its backward, its gradients reduce-scattered
     after it (Rajbhandari et al. SC'20, sec. 7; Zhao et al., VLDB'23, sec. 3), each
     prefetched behind the previous layer's compute, so the exposed time is per layer and the
@@ -116,19 +119,21 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                             fraction=eff.network_fraction)
 
         def ring(kind: Callable[..., Array], nbytes: Array, link: Link = inside,
-                 ranks: Array = shard) -> Array:
-            return kind(nbytes, ranks, link.bandwidth_bytes_per_s, link.latency_s)
+                 ranks: Array = shard, calls: Array | float = 1.0) -> Array:
+            return kind(nbytes, ranks, link.bandwidth_bytes_per_s, link.latency_s * calls)
 
         def hidden(comm: Array, window: Array) -> Array:
             return exposed_s(comm, window, slowdown=eff.overlap_slowdown,
                              window_share=eff.dp_overlap)
 
         grads, weights = group.params * held.state.gradient, group.params * held.state.weight
-        scatter, gather = ring(reduce_scatter_s, grads), ring(all_gather_s, weights)
+        buckets = dp_buckets(group.params, d, eff)
+        scatter = ring(reduce_scatter_s, grads, calls=buckets)
+        gather = ring(all_gather_s, weights, calls=buckets)
         replicas = ring(allreduce_s, grads / shard, across, group.replicas / shard)
         allreduce = gradient_sync_s(grads, n=group.replicas, stride=group.stride,
                                     cluster=cluster, sync=d.sync, servers=d.parameter_servers,
-                                    eff=eff)
+                                    eff=eff, calls=buckets)
         # the windows of each ring: the pass, the bubble, and where the ring crosses the NICs
         # the model-parallel traffic that does not (nic_free)
         sharded = nic_free(cluster, stage, stride=group.stride, size=shard)
@@ -147,6 +152,23 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                                                       nic_free=sharded), per_mb)
         total = total + per_step + d.micro_batches * per_mb
     return total
+
+
+def dp_buckets(params: Value, d: Degrees, eff: Efficiency) -> Array:
+    """Collectives one step reduces `params` parameters (one GPU's share of a replica group)
+    in, each paying the ring's latency once: one per gradient bucket. Megatron-Core's default
+    bucket holds max(4e7, 1e6 x dp x cp) parameters, so that a rank's chunk of a ring step
+    stays near 1e6 parameters (Efficiency.dp_bucket_params sets another size; 0, one
+    collective per model chunk). Megatron buckets only the first model chunk of the first
+    pipeline stage, whose reduction ends the step; every other chunk of an interleaved
+    schedule is one collective ("disable_bucketing" for model chunks after the first,
+    DistributedDataParallel). The first stage's count is taken, the one the step waits for:
+    ceil(params / vs / bucket) + vs - 1."""
+    size = (np.maximum(4.0e7, 1.0e6 * d.dp * d.cp) if eff.dp_bucket_params is None
+            else np.float64(eff.dp_bucket_params))
+    chunk = np.asarray(params, dtype=np.float64) / np.maximum(d.vs, 1.0)
+    first = np.where(size > 0, np.ceil(chunk / np.maximum(size, 1.0)), 1.0)
+    return np.maximum(first, 1.0) + np.maximum(d.vs, 1.0) - 1.0
 
 
 def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Value

@@ -69,25 +69,29 @@ def parameter_server_s(nbytes: Value, n: Value, servers: Value, *, worker_bw: Va
 
 
 def gradient_sync_s(nbytes: Value, *, n: Value, stride: Value, cluster: ClusterSpec,
-                    sync: Value, servers: Value, eff: Efficiency) -> Array:
+                    sync: Value, servers: Value, eff: Efficiency, calls: Value = 1.0) -> Array:
     """Seconds to all-reduce `nbytes` over a group of n ranks spaced `stride` apart with the
-    plan's algorithm (`sync` code into SYNC, -1 for the fastest collective)."""
+    plan's algorithm (`sync` code into SYNC, -1 for the fastest collective). The collectives
+    (ring, tree, hierarchical) run as `calls` all-reduces of their share of the buffer, one
+    per gradient bucket, each paying its latency steps; direct writes and parameter servers
+    move the whole buffer once per iteration."""
     link = group_link(cluster, stride=stride, size=n, fraction=eff.network_fraction)
-    bw, lat = link.bandwidth_bytes_per_s, link.latency_s
+    bw, lat = link.bandwidth_bytes_per_s, link.latency_s * calls
     fraction = eff.network_fraction
     up = np.asarray(cluster.scale_up_bandwidth_bytes_per_s, dtype=np.float64) * fraction
     out = np.asarray(cluster.scale_out_bandwidth_bytes_per_s, dtype=np.float64) * fraction
     per_node = np.asarray(cluster.gpus_per_node, dtype=np.float64) / stride
     ps_bw = np.asarray(cluster.parameter_server_bandwidth_bytes_per_s, dtype=np.float64)
     ps_bw = np.where(ps_bw > 0, ps_bw * fraction, out)
-    up_lat = np.asarray(cluster.scale_up_latency_s, dtype=np.float64)
     out_lat = np.asarray(cluster.scale_out_latency_s, dtype=np.float64)
+    up_calls = np.asarray(cluster.scale_up_latency_s, dtype=np.float64) * calls
+    out_calls = out_lat * calls
     times: list[Array] = [np.asarray(t, dtype=np.float64) for t in (
         ring_allreduce_s(nbytes, n, bw, lat),
         tree_allreduce_s(nbytes, n, bw, lat),
         hierarchical_allreduce_s(nbytes, n, per_node, up_bw=up, out_bw=out,
-                                 up_lat=up_lat, out_lat=out_lat),
-        direct_allreduce_s(nbytes, n, bw, lat, eff.message_overhead_s),
+                                 up_lat=up_calls, out_lat=out_calls),
+        direct_allreduce_s(nbytes, n, bw, link.latency_s, eff.message_overhead_s),
         parameter_server_s(nbytes, n, servers, worker_bw=np.minimum(bw, out), server_bw=ps_bw,
                            lat=out_lat, message_s=eff.message_overhead_s),
     )]

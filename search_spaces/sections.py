@@ -326,6 +326,10 @@ class StackSection(Frozen):
       them for the backward pass;
     - dp_overlap: share of the backward (forward) pass that hides data-parallel gradient
       reductions (weight gathers); 0 for a stack that reduces after the backward pass;
+    - dp_bucket_params: parameters per data-parallel gradient bucket, each reduced (and
+      gathered) by a collective of its own that pays the ring's latency (Megatron's
+      --ddp-bucket-size; left out: Megatron-Core's max(4e7, 1e6 x dp x cp); 0: no buckets,
+      one collective per step; cost.schedule.dp_buckets);
     - tp_overlap: share of tensor-parallel traffic hidden behind GEMMs (Transformer Engine's
       userbuffers overlap); 0 without it;
     - params: what the weights live in: bf16 (Megatron: fp32 master copy in the optimizer),
@@ -390,6 +394,7 @@ class StackSection(Frozen):
 
     flash_attention: bool | None = Field(default=None, strict=True)
     dp_overlap: Fraction | None = None
+    dp_bucket_params: Annotated[int, Field(strict=True, ge=0, le=10**13)] | None = None
     tp_overlap: Fraction | None = None
     params: Literal["bf16", "fp32", "fp8"] | None = None
     autocast: bool | None = Field(default=None, strict=True)

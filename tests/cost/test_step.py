@@ -1,9 +1,11 @@
+import math
+
 import numpy as np
 import pytest
 
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
-from cost.schedule import pipeline_bubble_s
+from cost.schedule import dp_buckets, pipeline_bubble_s
 from cost.transformer_time import layer_times
 from tests.factories import cluster, gpt, run
 
@@ -33,9 +35,47 @@ def test_exposed_dp_traffic_without_overlap_is_a_ring_allreduce() -> None:
     eff = DEFAULT_EFFICIENCY.with_(dp_overlap=0.0, network_fraction=1.0)
     report = evaluate(gpt(), cluster(8), run(64), Plan(tp=8, pp=4, dp=2), efficiency=eff)
     params = float(report.memory.gradients_bytes) / 4.0  # bf16: fp32 gradients
-    # dp group: stride 8 -> one member per node, 25 GB/s NIC; 2 ranks
-    expected = min(2 * 1 / 2 * params * 4 / 25e9 + 2 * 5e-6, 2 * params * 4 / 25e9 + 2 * 5e-6)
+    # dp group: stride 8 -> one member per node, 25 GB/s NIC; 2 ranks; one all-reduce per
+    # Megatron bucket of max(4e7, 1e6 x 2) parameters, each paying its latency steps
+    buckets = math.ceil(params / 4e7)
+    expected = min(2 * 1 / 2 * params * 4 / 25e9 + 2 * 5e-6 * buckets,
+                   2 * params * 4 / 25e9 + 2 * 5e-6 * buckets)
     assert float(report.step.dp_comm_s) == pytest.approx(expected)
+
+
+def test_megatron_buckets_by_hand() -> None:
+    """max(4e7, 1e6 x dp x cp) parameters a bucket (Megatron-Core DistributedDataParallel);
+    only the first model chunk is bucketed, the others are one collective each."""
+    d = degrees(cluster(64), run(64), Plan(tp=2, cp=4, dp=64))
+    assert float(dp_buckets(4.0e9, d, DEFAULT_EFFICIENCY)) == 16.0  # 4e9 / 2.56e8 = 15.6
+    small = degrees(cluster(8), run(64), Plan(tp=8, pp=1, dp=8))
+    assert float(dp_buckets(1.0e8, small, DEFAULT_EFFICIENCY)) == 3.0  # 1e8 / 4e7 = 2.5
+    interleaved = degrees(cluster(64), run(512), Plan(tp=2, cp=4, dp=16, pp=4,
+                                                      virtual_stages=4))
+    # first chunk: 1e9 parameters in buckets of 6.4e7 (dp x cp = 64): 15.6, so 16; then
+    # three chunks of one collective each
+    assert float(dp_buckets(4.0e9, interleaved, DEFAULT_EFFICIENCY)) == 16.0 + 3.0
+    own = DEFAULT_EFFICIENCY.with_(dp_bucket_params=5e8)
+    assert float(dp_buckets(4.0e9, d, own)) == 8.0
+    unbucketed = DEFAULT_EFFICIENCY.with_(dp_bucket_params=0.0)
+    assert float(dp_buckets(4.0e9, d, unbucketed)) == 1.0
+    assert float(dp_buckets(4.0e9, interleaved, unbucketed)) == 4.0
+
+
+def test_distributed_optimizer_pays_ring_latency_per_bucket() -> None:
+    """ZeRO-1 without overlap: a reduce-scatter of fp32 gradients and an all-gather of bf16
+    weights, each (n - 1)/n of its buffer over the NIC plus n - 1 latency steps per bucket."""
+    eff = DEFAULT_EFFICIENCY.with_(dp_overlap=0.0, network_fraction=1.0)
+    plan = Plan(tp=8, pp=4, dp=16, zero=1)
+    report = evaluate(gpt(), cluster(64), run(256), plan, efficiency=eff)
+    params = float(report.memory.optimizer_bytes) * 16 / 12.0  # fp32 master + 2 moments
+    buckets = math.ceil(params / 4e7)  # max(4e7, 1.6e7)
+    ring = 15 / 16 * (4 + 2) * params / 25e9  # one member per node: 25 GB/s NIC
+    expected = ring + 2 * 15 * 5e-6 * buckets
+    assert float(report.step.dp_comm_s) == pytest.approx(expected, rel=1e-6)
+    one = evaluate(gpt(), cluster(64), run(256), plan,
+                   efficiency=eff.with_(dp_bucket_params=0.0))
+    assert float(one.step.dp_comm_s) == pytest.approx(ring + 2 * 15 * 5e-6, rel=1e-6)
 
 
 def test_full_recompute_redoes_the_forward_pass() -> None:
