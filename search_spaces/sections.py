@@ -294,7 +294,15 @@ class TrainingSection(Frozen):
 
 
 def _as_list(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
+    """One name as a list of one; a number or a mapping is neither (not 'must be a list',
+    the lesser half of what the field takes)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        names = ", ".join(get_args(ObjectiveName))
+        raise ValueError(f"give one of {names}, or a list of two of them for a Pareto "
+                         f"search, e.g. [time_to_train, cost] (got {value!r})")
+    return value
 
 
 _OBJECTIVE_NAME = {"type": "string", "enum": list(get_args(ObjectiveName))}
