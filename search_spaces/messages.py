@@ -102,6 +102,8 @@ def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) 
         return _empty_list(loc, int((error.get("ctx") or {}).get("min_length", 1)))
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         message = "must be a mapping of fields"  # not pydantic's "... instance of SomeClass"
+    if kind in ("tuple_type", "list_type"):  # not pydantic's "a valid tuple", Python's word
+        message = "must be a list: [A, B], or one '- ITEM' line per item"
     shown = error.get("input")
     got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
     return f"{message[:1].lower()}{message[1:]}{got}{_close_word(error)}"

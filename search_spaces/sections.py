@@ -171,6 +171,20 @@ class ModelSection(Frozen):
         if self.dense_layers >= self.layers:
             raise SpecError(f"dense_layers={self.dense_layers} leaves no MoE layer of "
                             f"layers={self.layers}; choose fewer", field="dense_layers")
+        self._moe_layer_freq()
+
+    def _moe_layer_freq(self) -> None:
+        """Layer i has experts when i >= dense_layers and i % moe_layer_freq == 0 (cost.moe.
+        moe_layers): a frequency that no layer past the dense ones meets leaves none."""
+        freq, first = self.moe_layer_freq, self.dense_layers
+        first_moe = -(-first // freq) * freq  # the first multiple of freq at or past first
+        if first_moe >= self.layers:
+            raise SpecError(f"moe_layer_freq={freq} with dense_layers={first} leaves no MoE "
+                            f"layer of layers={self.layers} (a layer i has experts where "
+                            f"i >= dense_layers and i % moe_layer_freq == 0); choose "
+                            f"moe_layer_freq <= {self.layers - first} (layers - dense_layers)"
+                            " or fewer dense_layers",
+                            field="moe_layer_freq")
 
     def _groups(self) -> None:
         """Group-limited routing: the groups split the experts evenly and hold the top_k."""
@@ -280,7 +294,15 @@ class TrainingSection(Frozen):
 
 
 def _as_list(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
+    """One name as a list of one; a number or a mapping is neither (not 'must be a list',
+    the lesser half of what the field takes)."""
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        names = ", ".join(get_args(ObjectiveName))
+        raise ValueError(f"give one of {names}, or a list of two of them for a Pareto "
+                         f"search, e.g. [time_to_train, cost] (got {value!r})")
+    return value
 
 
 _OBJECTIVE_NAME = {"type": "string", "enum": list(get_args(ObjectiveName))}

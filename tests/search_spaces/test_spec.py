@@ -222,7 +222,7 @@ BAD_SPECS: list[tuple[str, dict[str, Any], str, str]] = [
                                         "heads": 1, "vocab": 1, "seq_len": 1}),
      "model.kind", "kind"),
     ("layers model without layers", _spec(model={"name": "r", "kind": "layers", "layers": 4}),
-     "model.layers", "tuple"),
+     "model.layers", "must be a list"),
     ("overlap over one", _spec(stack={"tp_overlap": 1.5}), "stack.tp_overlap",
      "less than or equal to 1"),
     ("flash attention as a string", _spec(stack={"flash_attention": "no"}),

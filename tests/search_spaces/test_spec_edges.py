@@ -290,6 +290,28 @@ def test_an_empty_list_says_what_to_write(section: str, value: Any, words: str) 
     assert str(raised.value) == f"s.yaml: {words}"
 
 
+@pytest.mark.parametrize(("section", "value", "words"), [
+    ("cluster", {"gpu": None, "nodes": None, "pools": {"gpu": "a100-80gb", "nodes": 2}},
+     "cluster.pools: must be a list: [A, B], or one '- ITEM' line per item"),
+    ("cluster", {"gpu": None, "nodes": None, "pools": "a100-80gb"},
+     "cluster.pools: must be a list: [A, B], or one '- ITEM' line per item (got 'a100-80gb')"),
+    ("model", {"kind": "layers", "layers": {"name": "a", "forward_flops": 1, "params": 1,
+                                             "activation_bytes": 1}},
+     "model.layers: must be a list: [A, B], or one '- ITEM' line per item"),
+    ("objective", 3, "objective: give one of throughput, time_to_train, cost, or a list of two "
+                     "of them for a Pareto search, e.g. [time_to_train, cost] (got 3)"),
+])
+def test_a_value_that_is_not_a_list_says_what_to_write(section: str, value: Any,
+                                                       words: str) -> None:
+    """Not pydantic's 'input should be a valid tuple' (Python's word, no hint of what to
+    write), nor for an objective, which is also one name, 'must be a list'."""
+    data = _spec(**{section: value})
+    data["cluster"] = {k: v for k, v in data["cluster"].items() if v is not None}
+    with pytest.raises(SpecError) as raised:
+        parse_spec(data, file="s.yaml")
+    assert str(raised.value) == f"s.yaml: {words}"
+
+
 def test_a_number_longer_than_python_reads_is_one_line(tmp_path: Path) -> None:
     """Python refuses to read an integer of more than 4300 digits (a ValueError, which was a
     traceback); the spec's line says where it is and what to write."""

@@ -107,6 +107,29 @@ def test_expert_groups_must_split_the_experts(tmp_path: Path, groups: dict,
         load_spec(write(tmp_path, data))
 
 
+@pytest.mark.parametrize(("layout", "refused"), [
+    ({"moe_layer_freq": 5}, False),  # layer 0 only, and 0 % 5 == 0: one MoE layer
+    ({"moe_layer_freq": 5, "dense_layers": 1}, True),  # none of layers 1-3 is a multiple
+    ({"moe_layer_freq": 3, "dense_layers": 2}, False),  # layer 3
+    ({"moe_layer_freq": 2, "dense_layers": 3}, True),  # layer 4 is past the 4 layers
+])
+def test_a_layer_frequency_that_leaves_no_moe_layer_is_refused(tmp_path: Path,
+                                                                 layout: dict,
+                                                                 refused: bool) -> None:
+    """moe_layer_freq past the layers (with dense_layers) made a 'mixture of experts' with no
+    MoE layer, evaluated as if it were one; it names the field and a frequency that works."""
+    data = moe_spec("freq")
+    data["model"] = {**data["model"], **layout}  # 4 layers
+    if not refused:
+        assert load_spec(write(tmp_path, data)).name == "freq"
+        return
+    with pytest.raises(SpecError) as caught:
+        load_spec(write(tmp_path, data))
+    assert caught.value.field == "model.moe_layer_freq"
+    assert "leaves no MoE layer of layers=4" in caught.value.message
+    assert f"choose moe_layer_freq <= {4 - layout['dense_layers']}" in caught.value.message
+
+
 def test_calibration_fits_moe_runs(tmp_path: Path) -> None:
     true = DEFAULT_EFFICIENCY.with_(gemm_fraction_by_gpu=(("a100-80gb", 0.45),))
     rows = ["spec,measured_step_time_s"]

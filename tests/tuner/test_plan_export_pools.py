@@ -1,12 +1,13 @@
 """`tuner plan NAME --as ...` on a study of pools of several GPU types: the spec format
 evaluates to the trial's step time; a pipeline across pools writes its uneven layer split
-where the framework can state it (first and last stage) and says which nodes hold which
-stages; what a framework cannot express (balanced per-replica batches, a split uneven in the
-middle) is a comment."""
+where the framework can state it (first and last stage; Megatron Core's layout for a split
+uneven in the middle) and says which nodes hold which stages; what a framework cannot express
+(balanced per-replica batches, a split uneven in the middle in torchtitan) is a comment."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,38 @@ def test_a_pipeline_across_pools_writes_its_uneven_split(tmp_path: Path) -> None
     per_stage = par["pipeline_parallel_layers_per_stage"]
     assert per_stage - par["pipeline_parallel_last_stage_less_layers"] == last
     assert per_stage + last == 32
+
+
+def test_a_split_uneven_in_the_middle_is_megatron_cores_layout(tmp_path: Path) -> None:
+    """Two H200 stages then two A100 stages at 12, 12, 4, 4 layers: no first- and last-stage
+    count states it, and Megatron-LM and NeMo were written with no split at all (an even 8 a
+    stage, the A100s given twice the layers the model planned) and a note to 'set this split
+    in the model's layer layout'. Megatron Core's pipeline layout states it."""
+    data = _pools("piped4", placement="pipeline", pp=4)
+    data["cluster"]["pools"][1].update(gpu="h200", nodes=2)
+    url = _study(tmp_path, data)
+    best = json.loads(_cli("best", "piped4", "--storage", url, "--json"))["best"][0]
+    stages = sorted((p for p in best["pools"] if p["role"] == "pipeline"),
+                    key=lambda p: p["first_stage"])
+    assert [p["stages"] for p in stages] == [2, 2]
+    megatron = _cli("plan", "piped4", "--as", "megatron", "--storage", url)
+    args = shlex.split(megatron.replace("\\\n", " "), comments=True)
+    layout = args[args.index("--pipeline-model-parallel-layout") + 1]
+    chunks = layout.split("|")
+    assert chunks[0].startswith("E") and chunks[-1].endswith("L")
+    split = [int(c.strip("EL").removeprefix("t*")) for c in chunks]
+    assert sum(split) == 32 and end_split(split) is None
+    assert split[0] == split[1] and split[2] == split[3]  # each pool's stages alike
+    for pool, layers in zip(stages, (split[0], split[2]), strict=True):
+        assert 0 < layers <= pool["layers"]  # at most the layers the model gave the pool
+    assert "--decoder-first-pipeline-num-layers" not in args
+    assert set(_megatron_names(megatron)) <= MEGATRON_FLAGS
+    assert "layers per stage" not in megatron
+    nemo = _cli("plan", "piped4", "--as", "nemo", "--storage", url)
+    assert f"recipe.trainer.strategy.pipeline_model_parallel_layout = '{layout}'" in nemo
+    assert "layers per stage" not in nemo
+    titan = _cli("plan", "piped4", "--as", "torchtitan", "--storage", url)
+    assert f"layers per stage {split}" in titan  # torchtitan states no such split
 
 
 def _part(name: str, role: str, **kw: Any) -> PoolPart:

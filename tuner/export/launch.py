@@ -17,10 +17,10 @@ from cost.transformer import ModelSpec, embedding_and_loss_split
 
 from ..engine.trial_spec import ChosenPlan
 from ..errors import TunerError
-from .pools import PoolPart, pool_parts, stage_layers
+from .pools import PoolPart, end_split, pool_parts, stage_layers
 
 __all__ = ["DEGREES", "LaunchPlan", "deepep_notes", "ep_overlap_notes", "launch_plan",
-           "pipeline_layout"]
+           "layout_of", "pipeline_layout"]
 
 DEGREES = ("tp", "pp", "cp", "ep", "etp")
 """Parallel degrees a framework sets explicitly, in this order (dp follows from the GPUs);
@@ -122,9 +122,14 @@ class LaunchPlan:
     def layout(self) -> str | None:
         """Megatron Core's pipeline layout (pipeline_layout) where the chunks divide neither
         the layers nor the layers plus the embedding and the loss (a mixture of experts'
-        layout, cost.moe_layout), else None."""
+        layout, cost.moe_layout), or where a pipeline across pools is uneven in its middle
+        stages, which no first- and last-stage count states (stage_split); else None."""
         p = self.plan
-        if p.pp <= 1 or self.stage_split is not None or self.split_ends \
+        split = self.stage_split
+        if split is not None and p.pp > 1 and p.virtual_stages == 1 \
+                and end_split(split) is None:
+            return layout_of(split, mtp=int(getattr(self.model, "mtp_layers", 0)))
+        if p.pp <= 1 or split is not None or self.split_ends \
                 or self.model.layers % (p.pp * p.virtual_stages) == 0:
             return None
         return pipeline_layout(self.model.layers, p.pp, p.virtual_stages,
@@ -186,13 +191,21 @@ def pipeline_layout(layers: int, pp: int, vs: int, *, mtp: int = 0) -> str:
     layers on 2 stages: "Et*31|t*30mL")."""
     chunks = pp * vs
     base, extra = divmod(layers, chunks)
+    return layout_of([base + (1 if c < extra else 0) for c in range(chunks)], mtp=mtp)
 
-    def chunk(c: int) -> str:
-        n = base + (1 if c < extra else 0)
+
+def layout_of(chunk_layers: list[int], *, mtp: int = 0) -> str:
+    """The layout string (pipeline_layout) of chunks of these transformer layers in order:
+    the embedding in the first, the multi-token-prediction modules and the loss in the last
+    (a pipeline across pools at the layers the model gave each pool's stages: "Et*34|t*34|t*6|
+    t*6L")."""
+    last = len(chunk_layers) - 1
+
+    def chunk(c: int, n: int) -> str:
         body = "" if n == 0 else "t" if n == 1 else f"t*{n}"
-        return ("E" if c == 0 else "") + body + ("m" * mtp + "L" if c == chunks - 1 else "")
+        return ("E" if c == 0 else "") + body + ("m" * mtp + "L" if c == last else "")
 
-    return "|".join(chunk(c) for c in range(chunks))
+    return "|".join(chunk(c, n) for c, n in enumerate(chunk_layers))
 
 
 def launch_plan(chosen: ChosenPlan) -> LaunchPlan:

@@ -8,9 +8,9 @@ optimizer; ZeRO 2 and 3 its FSDP (--use-megatron-fsdp with --data-parallel-shard
 optim_grads or optim_grads_params). dp is not a flag: Megatron fills the GPUs. A pipeline
 across pools of several GPU types states its uneven split with
 --decoder-first-pipeline-num-layers and --decoder-last-pipeline-num-layers where the middle
-stages are even (tuner.export.pools); a mixture of experts whose pipeline chunks divide
-neither its layers nor its layers plus two, with --pipeline-model-parallel-layout
-(tuner.export.launch.pipeline_layout)."""
+stages are even (tuner.export.pools), else with --pipeline-model-parallel-layout
+(tuner.export.launch.layout_of); so does a mixture of experts whose pipeline chunks divide
+neither its layers nor its layers plus two (tuner.export.launch.pipeline_layout)."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
-    notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split)
+    notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split if lp.layout is None else None)
     notes += ep_overlap_notes(lp) + deepep_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp

@@ -7,8 +7,10 @@ data-parallel rank the same batch; their pipelines split the layers evenly but f
 and the last stage (Megatron-LM's --decoder-first-pipeline-num-layers and
 --decoder-last-pipeline-num-layers, Megatron Core's TransformerConfig
 num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage, torchtitan's
-pipeline_parallel_first_stage_less_layers and pipeline_parallel_last_stage_less_layers).
-What a plan needs beyond that is said in a note (tuner.export)."""
+pipeline_parallel_first_stage_less_layers and pipeline_parallel_last_stage_less_layers);
+Megatron Core's pipeline layout states any split (Megatron-LM and NeMo write it where the
+middle stages differ, tuner.export.launch.LaunchPlan.layout). What a plan needs beyond that is
+said in a note (tuner.export)."""
 
 from __future__ import annotations
 
