@@ -147,11 +147,21 @@ def from_validation_error(
     of a union may each complain about one value), as a SpecError or, for several, a
     SpecErrors with one line each."""
     found: dict[str, SpecError] = {}
-    errors = _drop_emptied_lists([dict(e) for e in err.errors()])
+    errors = _drop_missing_under_wrong_kind(
+        _drop_emptied_lists([dict(e) for e in err.errors()]))
     for error in _pair_misspellings(errors, sections):
         one = _spec_error(error, sections, file)
         found.setdefault(one.field, one)
     return one_or_many(list(found.values()))
+
+
+def _drop_missing_under_wrong_kind(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Without the 'missing required field' lines of a section whose `kind` is not one it
+    takes (`attention: {kind: mha}`): the fields it asks for belong to the kind the spec
+    did not name, so only the line naming the kind (and the kinds it takes) stays."""
+    wrong = {tuple(e["loc"][:-1]) for e in errors
+             if e["loc"] and e["loc"][-1] == "kind" and e["type"] in ("literal_error", "enum")}
+    return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in wrong)]
 
 
 def _drop_emptied_lists(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -367,3 +367,18 @@ def test_an_expansion_tier_without_a_bandwidth_is_refused(expansion: dict[str, A
         parse_spec(_spec(cluster={"expansion": expansion}), file="s.yaml")
     assert str(raised.value).startswith("s.yaml: cluster.expansion.bandwidth: a tier of ")
     assert parse_spec(_spec(cluster={"expansion": {"capacity": 0}}), file="s.yaml")
+
+
+def test_a_wrong_attention_kind_is_one_line_without_the_kinds_fields() -> None:
+    """`attention: {kind: mha}` named the kind it takes and then five 'missing required field'
+    lines for multi-head latent attention's fields, which belong to the kind the spec did not
+    name; only the kind's line stays. A right kind still lists what it misses."""
+    model = {"name": "m", "layers": 4, "hidden": 256, "heads": 8, "vocab": 1000,
+             "seq_len": 128}
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(model={**model, "attention": {"kind": "mha"}}), file="s.yaml")
+    assert not isinstance(raised.value, SpecErrors)
+    assert str(raised.value).startswith("s.yaml: model.attention.kind: input should be 'mla'")
+    with pytest.raises(SpecErrors) as missing:
+        parse_spec(_spec(model={**model, "attention": {"kind": "mla"}}), file="s.yaml")
+    assert all("missing required field" in str(e) for e in missing.value.errors)
