@@ -106,6 +106,9 @@ def _message(error: Mapping[str, Any], sections: Mapping[str, type[BaseModel]]) 
         message = "must be a list: [A, B], or one '- ITEM' line per item"
     shown = error.get("input")
     got = "" if isinstance(shown, (dict, BaseModel)) else f" (got {shown!r})"
+    if kind == "string_type" and isinstance(shown, bool):  # `name: off`, `gpu: no`
+        got += ("; YAML reads an unquoted yes, no, on, off, true or false as a truth value: "
+                "quote it")
     return f"{message[:1].lower()}{message[1:]}{got}{_close_word(error)}"
 
 

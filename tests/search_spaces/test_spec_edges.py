@@ -382,3 +382,16 @@ def test_a_wrong_attention_kind_is_one_line_without_the_kinds_fields() -> None:
     with pytest.raises(SpecErrors) as missing:
         parse_spec(_spec(model={**model, "attention": {"kind": "mla"}}), file="s.yaml")
     assert all("missing required field" in str(e) for e in missing.value.errors)
+
+
+def test_a_word_yaml_reads_as_true_or_false_says_to_quote_it(tmp_path: Path) -> None:
+    """`name: off` is YAML 1.1's false: 'input should be a valid string (got False)' left the
+    user looking for a False they never wrote."""
+    path = tmp_path / "off.yaml"
+    path.write_text("name: off\nmodel: gpt3-1.3b\ncluster: {gpu: a100-80gb, nodes: 1}\n"
+                    "training: {global_batch: 8}\n", encoding="utf-8")
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(raised.value) == (
+        f"{path}: name: input should be a valid string (got False); YAML reads an unquoted "
+        "yes, no, on, off, true or false as a truth value: quote it")
