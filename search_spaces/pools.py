@@ -69,6 +69,11 @@ def check_pools_or_gpu(section: ClusterSection) -> None:
     if section.gpu is not None:
         raise SpecError("give cluster.gpu or cluster.pools, not both: put each GPU type in "
                         "a pool", field="gpu")
+    if len(section.pools) == 1:
+        for name in ("inter_pool_bandwidth", "inter_pool_latency"):
+            if getattr(section, name) is not None:
+                raise SpecError("is the link between pools, and this cluster has one pool; "
+                                "add the other pools or leave it out", field=name)
     misplaced = [n for n in _POOL_ONLY if n in section.model_fields_set]
     if misplaced:
         raise SpecError(f"with cluster.pools each pool has its own {misplaced[0]}; move it "
