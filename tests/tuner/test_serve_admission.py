@@ -43,6 +43,9 @@ class _Runner:
         with self.lock:
             return self.launched.count(name)
 
+    def outside(self, study: optuna.Study, *, looks: int) -> int:
+        return 0  # no worker outside the server
+
 
 def _post(service: Service, name: str) -> Any:
     body = json.dumps(tiny(name, search={"sampler": "random", "trials": 50})).encode()

@@ -174,7 +174,7 @@ def test_a_running_study_is_not_deleted_until_stopped(tmp_path: Path) -> None:
         _wait_complete(client, "busy", 2)
         refused = client.delete("/v1/studies/busy")
         assert refused.status_code == 409
-        assert refused.json()["error"] == ("study 'busy' is running (1 worker process(es)); "
+        assert refused.json()["error"] == ("study 'busy' is running (1 worker of this server); "
                                            "stop it first: POST /v1/studies/busy/stop, then "
                                            "DELETE it")
         assert client.get("/v1/studies/busy").json()["state"] == "running"

@@ -24,6 +24,7 @@ from click.testing import CliRunner
 
 from studies import StudyError, open_storage
 from tuner.cli import main
+from tuner.serve.service import _outside_run
 
 from .serving import ROOT, serving, study
 from .specs import tiny
@@ -89,15 +90,15 @@ def test_a_study_run_by_workers_started_by_hand_is_running(
         refused = client.delete(f"/v1/studies/{name}")
         assert refused.status_code == 409, refused.text
         assert refused.json()["error"] == (
-            f"study '{name}' is running: 1 live worker(s) outside this server run it; stop them "
-            "where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner search`: each puts "
+            f"study '{name}' is running: 1 live worker outside this server runs it; stop it "
+            "where it runs (Ctrl-C or SIGTERM to `tuner worker`/`tuner search`: each puts "
             "its running trial back in the queue), then DELETE it")
         assert name in [s["name"] for s in client.get("/v1/studies").json()]
         stop = client.post(f"/v1/studies/{name}/stop")
         assert stop.status_code == 409, stop.text
         assert stop.json()["error"] == (
-            f"study '{name}' is run by 1 live worker(s) this server did not start, which it "
-            "cannot stop; stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/"
+            f"study '{name}' is run by 1 live worker this server did not start, which it "
+            "cannot stop; stop it where it runs (Ctrl-C or SIGTERM to `tuner worker`/"
             "`tuner search`: each puts its running trial back in the queue)")
         assert by_hand.poll() is None  # left running
 
@@ -137,3 +138,46 @@ def test_a_study_deleted_while_its_report_is_rendered_is_404(tmp_path: Path) -> 
     assert [a.status_code for a in answers if a.status_code not in (200, 404)] == []
     assert answers[-1].json() == {"error": "study 'victim' was deleted while this request "
                                            "read it; GET /v1/studies lists the studies"}
+
+
+def _long(name: str) -> dict[str, object]:
+    """The spec the by_hand fixture runs."""
+    return tiny(name, search={"sampler": "random", "trials": 100_000, "seed": 0})
+
+
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)
+def test_a_server_started_again_leaves_a_study_to_the_workers_outside_it(
+        url: str, name: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:
+    """A study a stopped server ran (its `serve` record: unfinished, not stopped, its workers
+    gone), which a person went on with by hand: the next server started its own workers for
+    it on top of theirs. Now it leaves the study to them and says so; a POST of the spec
+    still adds its workers (a `tuner worker` joining is legitimate) and says they run it."""
+    study(url, name).set_user_attr("serve", {
+        "workers": 1, "requested": "2026-01-01T00:00:00+00:00", "deadline": None,
+        "processes": []})
+    with serving(tmp_path, url, "--workers", "1", "--heartbeat", "1") as server, \
+            server.client() as client:
+        left = (f"study {name}: unfinished, not resumed: 1 live worker outside this server "
+                "runs it")
+        deadline = time.monotonic() + 30
+        while left not in server.text() and "worker process(es) started" not in server.text():
+            assert time.monotonic() < deadline, server.text()
+            time.sleep(0.1)
+        assert left in server.text() and "worker process(es) started" not in server.text()
+        status = client.get(f"/v1/studies/{name}").json()
+        assert (status["state"], status["workers"]) == ("running", 0), status
+
+        posted = client.post("/v1/studies", json=_long(name))
+        assert posted.status_code == 202, posted.text
+        assert (posted.json()["workers"], posted.json()["outside_workers"]) == (1, 1)
+        assert "1 live worker outside this server runs it too" in server.text()
+    assert by_hand.poll() is None  # left running
+
+
+def test_workers_outside_the_server_are_counted_in_words() -> None:
+    """One worker is "1 live worker ... runs it; stop it", never "1 live worker(s)"."""
+    assert _outside_run(1, "run").startswith("1 live worker outside this server runs it; "
+                                             "stop it where it runs (")
+    assert _outside_run(2, "run by").startswith("2 live workers this server did not start, "
+                                                "which it cannot stop; stop them where they "
+                                                "run (")

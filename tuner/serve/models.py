@@ -93,7 +93,9 @@ class StudySummary(BaseModel):
 
 class StudyCreated(BaseModel):
     """A study accepted (202): where to ask for its status, how it is searched and by how
-    many worker processes (0: nothing left to run)."""
+    many worker processes of this server (0: nothing left to run), and how many live
+    workers outside it run it too (`outside_workers`: `tuner worker` started by hand,
+    another server; this server's workers join them)."""
 
     study: str
     location: str
@@ -101,6 +103,7 @@ class StudyCreated(BaseModel):
     requested_sampler: str | None
     target: int
     workers: int
+    outside_workers: int = 0
 
 
 class StudyStatus(BaseModel):

@@ -191,7 +191,8 @@ def _study_routes(router: APIRouter) -> None:
     async def create_study(request: Request, service: ServiceDep) -> Response:
         """A study from a spec with a `name`, run in the background by worker processes
         (`tuner search` then `tuner worker`); posting a study again continues it as `tuner
-        search` does. Answers 202 at once with where to follow it."""
+        search` does. Answers 202 at once with where to follow it; `outside_workers` counts
+        live workers this server did not start that run it too (its own join them)."""
         body = await request.body()
         made = await _call(service.create_study, body, _content_type(request))
         return _json(to_json_text(made), 202, headers={"Location": made["location"]})
@@ -218,8 +219,10 @@ def _study_routes(router: APIRouter) -> None:
         """Stop the study's worker processes as Ctrl-C stops `tuner search`: each puts its
         running trial back in the queue (neither complete nor failed) and exits, within 20 s
         (then it is killed). The study stays stopped, a server restarted too, until its spec
-        is POSTed again, which resumes it. 409 when no worker of this server runs it (saying
-        how many workers outside it do: `tuner worker` by hand, another server)."""
+        is POSTed again, which resumes it. A study the server is about to resume (just
+        started, its resumption not through) is stopped before its workers start
+        (`workers_stopped` 0). 409 when no worker of this server runs it nor is about to
+        (saying how many workers outside it do: `tuner worker` by hand, another server)."""
         return _json(to_json_text(await _call(service.stop, name)))
 
     @router.delete(f"/studies/{STUDY_ONLY}", response_model=StudyDeleted,

@@ -11,7 +11,11 @@ that a server started again on the storage picks up what was left:
   workers' heartbeat recovery (studies.recovery), so no trial is lost or counted twice;
 - a study past its deadline (search.timeout from its request) is left as it is, and so is one
   stopped by a request (Runner.stop_study: `stopped` in SERVE_ATTR) until its spec is posted
-  again.
+  again; a stop that comes while the resumption is under way (the study queued for it, or
+  its workers starting) stops it the same way, and the resumption skips it;
+- a study that live workers outside this server run (`tuner worker`/`tuner search` by hand,
+  another server: studies.liveness) is left to them, with a line in the log; a POST of its
+  spec still adds this server's workers.
 
 A server stopped with Ctrl-C or SIGTERM stops its workers with SIGTERM: each puts its running
 trial back in the queue and exits; the next server resumes the study."""
@@ -34,7 +38,16 @@ from typing import IO, Any
 
 import optuna
 
-from studies import ENV_VAR, StudyError, load_study, process_gone, process_identity
+from search_spaces.wording import counted
+from studies import (
+    ENV_VAR,
+    LIVE_GRACE_S,
+    StudyError,
+    live_workers,
+    load_study,
+    process_gone,
+    process_identity,
+)
 
 from .auth import TOKEN_ENV
 from .progress import SERVE_ATTR, finished
@@ -43,6 +56,9 @@ __all__ = ["SERVE_ATTR", "Runner"]
 
 WATCH_S = 0.5
 """Seconds between looks at the worker processes."""
+RESUME_LOOKS = 10
+"""Looks (studies.LOOK_EVERY_S apart: 1 s in all while none shows) for workers outside this
+server before the resumption starts a study's own: a look may fall between two trials."""
 STOP_WAIT_S = 20.0
 """Seconds stopped workers get to put their trial back before they are killed."""
 _LOG = logging.getLogger(__name__)
@@ -116,12 +132,16 @@ class Runner:
         self._studies: dict[str, _Study] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._resuming = threading.Event()
+        """Set from `start` until `resume` has gone through the storage's studies: a stop
+        meanwhile marks a study the resumption would run (stop_study)."""
         self._watcher = threading.Thread(target=self._watch, name="serve-watch", daemon=True)
 
     def start(self) -> None:
         """Watch the workers, and resume the unfinished studies of the storage (in the
         background: the server answers meanwhile)."""
         self._watcher.start()
+        self._resuming.set()
         threading.Thread(target=self.resume, name="serve-resume", daemon=True).start()
 
     def launch(self, study: optuna.Study, *, count: int, deadline: float | None,
@@ -189,6 +209,23 @@ class Runner:
         for child in known.children if known is not None else []:
             child.log.close()  # exited (a live worker's study is not deleted), not reaped yet
 
+    def outside(self, study: optuna.Study, *, looks: int,
+                known: list[dict[str, Any]] | None = None) -> int:
+        """The study's live workers that this server neither started nor adopted (`tuner
+        worker` by hand, another server), by what the storage records (studies.liveness),
+        looked at up to `looks` times while none shows (a worker between two trials has none
+        running, longer on a loaded machine); none for a finished study (no trial runs or
+        waits). `known`: worker records of this server's, gone or not (a study's recorded
+        workers, whose last trial may still look alive a while after a crash), not counted."""
+        if finished(study):
+            return 0
+        ours = self.processes(study.study_name) + (known or [])
+        own = {(r.get("host"), r.get("pid")) for r in ours}
+        grace_s = max(LIVE_GRACE_S, 2.0 * self.heartbeat_s)
+        found = live_workers(study, grace_s=grace_s, looks=looks)
+        named = [r for r in found if r is not None and (r.get("host"), r.get("pid")) not in own]
+        return len(named) + max(0, sum(r is None for r in found) - len(ours))
+
     def error(self, name: str) -> str | None:
         """The last line of the last worker of the study that failed, if any."""
         with self._lock:
@@ -218,19 +255,29 @@ class Runner:
         """Adopt or restart the workers of every unfinished study this server's storage
         holds with a SERVE_ATTR (see the module's docstring): first adopt the workers still
         alive, then start workers for the rest, the earliest requested first, while fewer
-        than `max_studies` studies run (those left wait for a POST of their spec)."""
-        studies = []
-        for name in sorted(optuna.study.get_all_study_names(self.storage)):
-            try:
-                studies.append(load_study(self.storage, name))
-            except StudyError as err:
-                _LOG.warning("study %s is not resumed: %s", name, err)
-        left = [study for study in studies if not self._adopted(study)]
-        for study in sorted(left, key=_requested):
-            if self._stopping.is_set():
-                return
-            with self.admission:
-                self._restart(study)
+        than `max_studies` studies run (those left wait for a POST of their spec). Each step
+        holds `admission`, as a request's stop does (stop_study)."""
+        try:
+            studies = []
+            for name in sorted(optuna.study.get_all_study_names(self.storage)):
+                try:
+                    studies.append(load_study(self.storage, name))
+                except StudyError as err:
+                    _LOG.warning("study %s is not resumed: %s", name, err)
+            left = []
+            for study in studies:
+                with self.admission:
+                    if not self._adopted(study):
+                        left.append(study)
+            for study in sorted(left, key=_requested):
+                if self._stopping.is_set():
+                    return
+                if self._run_outside(study):  # looked at without `admission`: a second
+                    continue
+                with self.admission:
+                    self._restart(study)
+        finally:
+            self._resuming.clear()
 
     def _unfinished(self, study: optuna.Study) -> dict[str, Any] | None:
         """The study's SERVE_ATTR where this server should run it: ours, unfinished, not
@@ -257,6 +304,24 @@ class Runner:
             self._studies.setdefault(study.study_name, _Study()).adopted = alive
         _LOG.info("study %s: %d running worker(s) adopted", study.study_name, len(alive))
         return True
+
+    def _run_outside(self, study: optuna.Study) -> bool:
+        """True, with a line in the log, for a study the resumption would restart that live
+        workers outside this server run (the module's docstring): it is left to them. The
+        study's recorded workers of a server are not counted: after a crash, the trial one
+        left running looks alive for a while (its last heartbeat is recent)."""
+        record = self._unfinished(study)
+        if record is None:
+            return False
+        recorded = [r for r in record.get("processes", []) if isinstance(r, dict)]
+        outside = self.outside(study, looks=RESUME_LOOKS, known=recorded)
+        if outside:
+            _LOG.warning("study %s: unfinished, not resumed: %s outside this server %s it "
+                         "(`tuner worker` or `tuner search` by hand, another server; its "
+                         "status counts them in outside_workers); POST its spec to add "
+                         "workers of this server", study.study_name,
+                         counted(outside, "live worker"), "runs" if outside == 1 else "run")
+        return outside > 0
 
     def _restart(self, study: optuna.Study) -> None:
         record = self._unfinished(study)
@@ -285,16 +350,24 @@ class Runner:
                       "storage resumes their studies", alive)
         _terminate(children, adopted)
 
-    def stop_study(self, study: optuna.Study) -> int:
+    def stop_study(self, study: optuna.Study) -> int | None:
         """Stop the study's workers as `stop` stops them all (each puts its running trial
         back in the queue and exits), marking it `stopped` in its SERVE_ATTR first, so that
         no server resumes it before its spec is posted again (`launch` clears the mark); the
-        number of worker processes stopped (0: none ran it here, nothing is marked)."""
+        number of worker processes stopped. A study the resumption at start has yet to run
+        (`resume` not through) is marked too, and the workers a crashed server left on it
+        (not adopted yet) are stopped: the resumption skips it, where it started it after
+        the stop said it was not running. None where nothing runs it here, nor is about to:
+        nothing is marked. The caller holds `admission` (no resumption step meanwhile)."""
         name = study.study_name
         children, adopted = self._alive_now(name)
-        if not children and not adopted:
-            return 0
         record = study.user_attrs.get(SERVE_ATTR)
+        if not children and not adopted:
+            if not self._resuming.is_set() or self._unfinished(study) is None:
+                return None
+            assert isinstance(record, dict)  # _unfinished: a SERVE_ATTR
+            adopted = [r for r in record.get("processes", []) if isinstance(r, dict)
+                       and _alive(r)]
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         study.set_user_attr(SERVE_ATTR, {**(record if isinstance(record, dict) else {}),
                                          "stopped": now})

@@ -6,6 +6,7 @@ RequestError carrying its HTTP status."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 import time
@@ -19,10 +20,8 @@ from cost import CostModelError
 from search_spaces import Space, SpecError, StudySpec, parse_spec
 from search_spaces.wording import counted
 from studies import (
-    LIVE_GRACE_S,
     best_payload,
     export_page,
-    live_workers,
     load_study,
     nearest_name,
     search_settings,
@@ -48,9 +47,12 @@ __all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A study name the API accepts (it is part of the study's URLs)."""
 _T = TypeVar("_T")
+_LOG = logging.getLogger(__name__)
 _CHANGING_LOOKS = 10
 """Looks (studies.LOOK_EVERY_S apart: 1 s in all) for workers outside this server before a
 DELETE deletes a study or a stop says none runs it; a status looks 3 times."""
+_POST_LOOKS = 3
+"""Looks for workers outside this server when a study is posted (its answer counts them)."""
 COUNT_LIMIT = 1_000_000
 """Counting the plans of a search space sent to /v1/evaluate stops past this many."""
 
@@ -115,8 +117,16 @@ def _not_running(name: str, now: dict[str, Any], what: str) -> str:
             f"{progress}); nothing to {what}; {then}")
 
 
-_STOP_THERE = ("stop them where they run (Ctrl-C or SIGTERM to `tuner worker`/`tuner "
-               "search`: each puts its running trial back in the queue)")
+def _outside_run(count: int, verb: str) -> str:
+    """`count` live workers outside this server that `verb` (run, run by) the study, and
+    how to stop them, in the singular for one."""
+    workers = counted(count, "live worker")
+    it, runs = ("it", "runs") if count == 1 else ("them", "run")
+    stop = (f"stop {it} where {'it' if count == 1 else 'they'} {runs} (Ctrl-C or SIGTERM to "
+            "`tuner worker`/`tuner search`: each puts its running trial back in the queue)")
+    if verb == "run":
+        return f"{workers} outside this server {runs} it; {stop}"
+    return f"{workers} this server did not start, which it cannot stop; {stop}"
 
 
 def _unknown(storage: optuna.storages.BaseStorage, name: str) -> RequestError:
@@ -154,7 +164,9 @@ class Service:
     def create_study(self, body: bytes, content_type: str) -> dict[str, Any]:
         """Make the study ready (prepare_search: a second at most) and start its workers:
         one for an exhaustive sweep, `workers` for an Optuna sampler; none when it is
-        finished or has workers already (a study posted again joins them)."""
+        finished or has workers of this server already (a study posted again joins them).
+        Workers outside this server running it (`tuner worker` by hand) are joined, as a
+        `tuner worker` joins, and counted in the answer's `outside_workers`."""
         data = _study_data(body, content_type)
         spec = _spec(data, REQUEST)
         with self.admission:
@@ -168,29 +180,35 @@ class Service:
                                     "server runs at once (--max-studies); retry later")
         study = prepare_search(spec, body.decode("utf-8"), self.storage, SearchOptions())
         settings = search_settings(study)
+        outside = self.outside(study, looks=_POST_LOOKS)
         if not finished(study) and not self.runner.live(spec.name):
             count = 1 if settings["sampler"] == "exhaustive" else self.config.workers
             timeout = spec.search.timeout
             self.runner.launch(study, count=count,
                                deadline=None if timeout is None else time.time() + timeout)
+            if outside:  # joining them is legitimate, as `tuner worker NAME` is
+                _LOG.info("study %s: %s outside this server %s it too; this server's "
+                          "workers join", spec.name, counted(outside, "live worker"),
+                          "runs" if outside == 1 else "run")
         return {"study": spec.name, "location": f"/v1/studies/{spec.name}",
                 "sampler": settings.get("sampler"),
                 "requested_sampler": settings.get("requested"),
-                "target": target_trials(study), "workers": self.runner.live(spec.name)}
+                "target": target_trials(study), "workers": self.runner.live(spec.name),
+                "outside_workers": outside}
 
     def stop(self, name: str) -> dict[str, Any]:
         """Stop the study's workers (tuner.serve.runner.Runner.stop_study) and wait for them:
-        each puts its running trial back in the queue; a 409 when none runs it here (saying
-        so where workers this server did not start run it)."""
-        with self.admission:  # no POST starts or joins workers of the study meanwhile
+        each puts its running trial back in the queue; a study the server is about to resume
+        is stopped before it starts (`workers_stopped` 0); a 409 when none runs it here nor
+        is about to (saying so where workers this server did not start run it)."""
+        with self.admission:  # no POST nor the resumption starts workers of it meanwhile
             study = self.study(name)
             stopped = self.runner.stop_study(study)
-            if not stopped:
+            if stopped is None:
                 outside = self.outside(study, looks=_CHANGING_LOOKS)
                 if outside:
-                    raise RequestError(409, f"study '{name}' is run by {outside} live "
-                                            f"worker(s) this server did not start, which it "
-                                            f"cannot stop; {_STOP_THERE}")
+                    raise RequestError(409, f"study '{name}' is run by "
+                                            f"{_outside_run(outside, 'run by')}")
                 raise RequestError(409, _not_running(name, self.status(name), "stop"))
             now = self.status(name)
         return {"study": name, "state": now["state"], "workers_stopped": stopped,
@@ -204,33 +222,22 @@ class Service:
             study = self.study(name)
             live = self.runner.live(name)
             if live:
-                raise RequestError(409, f"study '{name}' is running ({live} worker "
-                                        "process(es)); stop it first: POST "
+                raise RequestError(409, f"study '{name}' is running ({counted(live, 'worker')} "
+                                        "of this server); stop it first: POST "
                                         f"/v1/studies/{name}/stop, then DELETE it")
             outside = self.outside(study, looks=_CHANGING_LOOKS)
             if outside:
-                raise RequestError(409, f"study '{name}' is running: {outside} live "
-                                        "worker(s) outside this server run it; "
-                                        f"{_STOP_THERE}, then DELETE it")
+                raise RequestError(409, f"study '{name}' is running: "
+                                        f"{_outside_run(outside, 'run')}, then DELETE it")
             trials = len(study.get_trials(deepcopy=False))
             optuna.delete_study(study_name=name, storage=self.storage)
             self.runner.forget(name)
         return {"study": name, "deleted_trials": trials}
 
     def outside(self, study: optuna.Study, *, looks: int) -> int:
-        """The study's live workers that this server neither started nor adopted (`tuner
-        worker` by hand, another server), by what the storage records (studies.liveness),
-        looked at up to `looks` times, LOOK_EVERY_S apart, while none shows (a worker
-        between two trials has none running, longer on a loaded machine); none for a
-        finished study (no trial runs or waits)."""
-        if finished(study):
-            return 0
-        ours = self.runner.processes(study.study_name)
-        own = {(r.get("host"), r.get("pid")) for r in ours}
-        grace_s = max(LIVE_GRACE_S, 2.0 * self.config.heartbeat_s)
-        found = live_workers(study, grace_s=grace_s, looks=looks)
-        named = [r for r in found if r is not None and (r.get("host"), r.get("pid")) not in own]
-        return len(named) + max(0, sum(r is None for r in found) - len(ours))
+        """The study's live workers that this server neither started nor adopted
+        (tuner.serve.runner.Runner.outside)."""
+        return self.runner.outside(study, looks=looks)
 
     def study(self, name: str) -> optuna.Study:
         """The study `name`; a 404 naming the nearest stored name when there is none."""
