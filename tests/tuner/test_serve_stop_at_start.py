@@ -20,7 +20,7 @@ from tuner.serve.config import ServeConfig
 from tuner.serve.models import StudyStopped
 from tuner.serve.progress import SERVE_ATTR
 from tuner.serve.runner import Runner
-from tuner.serve.service import Service
+from tuner.serve.service import RequestError, Service
 
 _HOLD_S = 30.0
 """The most a test waits on the held resumption (it answers at once unless it hangs)."""
@@ -124,3 +124,27 @@ def test_a_stop_before_the_resumption_adopts_a_crashed_server_s_worker_stops_it(
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_a_stop_at_start_of_a_study_outside_workers_run_says_they_go_on(
+        held: tuple[threading.Event, threading.Event], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers this server did not start run the study while its resumption is held: the stop
+    keeps the server from adding its own (the study is marked, nothing launched) but answers
+    409 naming them, as a stop at any other time does, not 200 'stopped' while they run on."""
+    storage = optuna.storages.InMemoryStorage()
+    _unfinished(storage, processes=[])
+    monkeypatch.setattr(Service, "outside", lambda self, study, *, looks: 2)
+    runner = _RecordingRunner(storage)
+    reached, release = held
+    runner.start()
+    try:
+        assert reached.wait(_HOLD_S)
+        with pytest.raises(RequestError) as refused:
+            _service(runner).stop("s")
+        release.set()
+        assert runner.done.wait(_HOLD_S)
+    finally:
+        runner.stop()
+    assert refused.value.status_code == 409
+    assert "is run by 2 live workers this server did not start" in str(refused.value)
+    assert runner.launched == []

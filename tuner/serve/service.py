@@ -204,11 +204,12 @@ class Service:
         with self.admission:  # no POST nor the resumption starts workers of it meanwhile
             study = self.study(name)
             stopped = self.runner.stop_study(study)
-            if stopped is None:
+            if not stopped:  # none of this server's: None, or marked before its resumption
                 outside = self.outside(study, looks=_CHANGING_LOOKS)
-                if outside:
+                if outside:  # they go on whatever this server marks
                     raise RequestError(409, f"study '{name}' is run by "
                                             f"{_outside_run(outside, 'run by')}")
+            if stopped is None:
                 raise RequestError(409, _not_running(name, self.status(name), "stop"))
             now = self.status(name)
         return {"study": name, "state": now["state"], "workers_stopped": stopped,
