@@ -100,3 +100,17 @@ def test_cli_text_and_json() -> None:
 def test_a_spec_with_choices_is_bad_input() -> None:
     code, _, err = _run("explain", str(EXAMPLES / "gpt3-175b-1024-a100.yaml"))
     assert code == 2 and "plan.tp" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_holds_evaluates_fields_under_their_names() -> None:
+    """A program reading both commands finds evaluate's fields in explain's JSON under the
+    same names and with the same values (it had `terms` and `memory.breakdown` only, no
+    `time_breakdown_s`, `memory_per_gpu_bytes`, `mfu_palm`); `dominant` stays explain's,
+    the largest of its terms."""
+    _, explained, _ = _run("explain", str(FIXED), "--json")
+    _, evaluated, _ = _run("evaluate", str(FIXED), "--json")
+    ex, ev = json.loads(explained), json.loads(evaluated)
+    for key, value in ev.items():
+        if key != "dominant":
+            assert ex[key] == value, key
+    assert ex["dominant"] == ex["terms"][0]["term"]

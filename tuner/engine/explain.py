@@ -247,11 +247,8 @@ def explain(spec: StudySpec) -> dict[str, Any]:
         space = neighbourhood(spec, result.plan, gpus=result.cluster.gpus,
                               global_batch=training.global_batch)
         capacity = _capacity_what_if(space, cluster)
-    return {
-        "spec": spec.name, "model": result.model, "plan": result.plan.as_dict(),
-        "cluster": result.cluster.as_dict(), "feasible": result.feasible,
-        "violations": list(result.violations), "step_time_s": result.step_time_s,
-        "tokens_per_s": result.tokens_per_s, "mfu": result.mfu,
+    return {  # evaluate's fields (cost.PlanResult.as_dict, same names), then explain's own
+        "spec": spec.name, **result.as_dict(),
         "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
         **_price(result, training.tokens),
         "what_if": {**_bandwidth_what_ifs(inputs, result.step_time_s, efficiency),
