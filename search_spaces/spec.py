@@ -152,9 +152,38 @@ class StudySpec(Frozen):
         if path is None:
             return DEFAULT_EFFICIENCY
         try:
-            return load_profile(path)
+            profile = load_profile(path)
         except SpecError as err:
             raise SpecError(str(err), file=self.file, field="calibration") from err
+        self._check_profile_gpus(profile, path)
+        return profile
+
+    def _gpu_names(self) -> list[str]:
+        """The names the spec's GPUs go by in a calibration profile: a catalog name, or a
+        GPU mapping's `name` (every choice's)."""
+        found: set[str] = set()
+        for value in [self.cluster.gpu, *(p.gpu for p in self.cluster.pools or ())]:
+            values = value.values() if is_choice(value) else (value,)  # type: ignore[union-attr]
+            found.update(v if isinstance(v, str) else str(getattr(v, "name", ""))
+                         for v in values if v is not None)
+        return sorted(found)
+
+    def _check_profile_gpus(self, profile: Efficiency, path: Path) -> None:
+        """SpecError for a profile that calibrates other GPUs only (and nothing for every
+        GPU): applied to this spec it would change nothing, and the study would run on the
+        catalog's figures as if calibrated (a profile fitted on H100 runs named by an A100
+        study)."""
+        calibrated = sorted({g for g, _ in profile.gemm_fraction_by_gpu}
+                            | {g for g, _ in profile.layers_fraction_by_gpu})
+        ours = self._gpu_names()
+        whole = profile.with_(gemm_fraction_by_gpu=(), layers_fraction_by_gpu=())
+        if not calibrated or set(calibrated) & set(ours) or whole != DEFAULT_EFFICIENCY:
+            return
+        raise SpecError(f"{path} calibrates {', '.join(calibrated)}, not this spec's "
+                        f"{', '.join(ours)}: it would change none of its numbers; fit a "
+                        f"profile to runs on {ours[0] if ours else 'these GPUs'} "
+                        "(`tuner calibrate`) or leave `calibration` out", file=self.file,
+                        field="calibration")
 
     @property
     def is_fixed(self) -> bool:

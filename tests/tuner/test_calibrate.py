@@ -339,3 +339,54 @@ def test_a_missing_column_is_named_not_blamed_on_a_row(tmp_path: Path) -> None:
     line = result.output.strip()
     assert str(csv_path) in line and "measured_step_time_s" in line and "row" not in line
     assert "spec, step_time_s" in line and len(line.splitlines()) == 1
+
+
+def _one_run(tmp_path: Path, header: str, value: str) -> tuple[Path, float]:
+    """A measurements CSV of run0 of measured_runs with the given header line and measured
+    cell; the seconds measured_runs wrote for it."""
+    runs = measured_runs(tmp_path)
+    name, seconds = runs.read_text().splitlines()[1].split(",")
+    runs.write_text(f"{header}\n{name},{value.format(s=float(seconds))}\n")
+    return runs, float(seconds)
+
+
+@pytest.mark.parametrize(("header", "value"), [
+    ("\ufeffspec,measured_step_time_s", "{s}"),  # Excel's "CSV UTF-8": a byte-order mark
+    ("spec, measured_step_time_s", " {s}"),  # cells padded after the comma
+    ("spec,measured_step_time_s ", "{s} "),
+    ("spec,measured_step_time_s", "{s} s"),  # a duration with its unit
+    ("spec,measured_step_time_s", "{s:.6f}e3 ms"),
+])
+def test_a_spreadsheet_s_csv_and_times_with_units_are_read(tmp_path: Path, header: str,
+                                                           value: str) -> None:
+    """A CSV as spreadsheets save it (a byte-order mark, spaces after commas) was refused
+    with "no column spec in the header (its columns are spec, ...)", the mark invisible; a
+    time with its unit ("850 ms") was "not a positive number of seconds"."""
+    runs, seconds = _one_run(tmp_path, header, value)
+    (row,) = read_measurements(runs)
+    assert row.measured_s == pytest.approx(seconds, rel=1e-5)
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out",
+                                       str(tmp_path / "p.yaml")])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    ("{s:.6f}e3", "x the 0.1"),  # milliseconds in the column of seconds
+    ("{s:.6f}e-4", " of the 0.1"),
+])
+def test_a_bare_time_far_from_the_model_names_its_unit(tmp_path: Path, value: str,
+                                                       words: str) -> None:
+    """Milliseconds in measured_step_time_s were fitted as seconds: the GEMM fraction went to
+    the end of its range, a profile was written and the note blamed launch and communication.
+    Now one line names the row, the model's prediction and the unit to write; nothing is
+    written. The same time with its unit is taken as written."""
+    runs, _ = _one_run(tmp_path, "spec,measured_step_time_s", value)
+    out = tmp_path / "p.yaml"
+    result = CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "row 2" in line and words in line and "measured_step_time_s" in line, line
+    assert "the model predicts for run0" in line and "write the unit" in line, line
+    assert not out.exists()
+    runs.write_text(runs.read_text().replace("\n", " s\n").replace("_s s\n", "_s\n"))
+    assert CliRunner().invoke(main, ["calibrate", str(runs), "--out", str(out)]).exit_code == 0

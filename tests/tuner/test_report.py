@@ -144,11 +144,25 @@ def test_plots_render_in_headless_chromium(storage: str, tmp_path: Path) -> None
     assert dom.count('class="main-svg"') >= figures
 
 
-def test_a_study_without_trials_gives_notes() -> None:
+def test_a_study_without_trials_gives_notes(tmp_path: Path) -> None:
+    """A study made with --timeout 0 (no trial yet, single or two objectives): its history was
+    empty axes, and Optuna logged "[W ...] There are no complete trials." on stderr, a line
+    in another format than the tool's, once per objective. Now a note says what runs the
+    trials, and stderr is empty."""
     html = build_report(optuna.create_study(study_name="empty"))
     assert "no feasible plan yet" in html and "run more trials or relax" in html
     assert "parameter importances need at least" in html
-    assert _figure_ids(html) == ["fig-history"]
+    assert "no complete trial yet" in html and _figure_ids(html) == []
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    pareto = tiny("empty pareto", objective=["time_to_train", "cost"])
+    for data in (tiny("empty one"), pareto):
+        code, _, err = _run("search", str(write(tmp_path, data)), "--timeout", "0",
+                            "--storage", url)
+        assert code == 0, err
+        out = tmp_path / f"{data['name']}.html"
+        code, _, err = _run("report", str(data["name"]), "--storage", url, "--out", str(out))
+        assert code == 0 and err == "", err
+        assert "no complete trial yet" in out.read_text(encoding="utf-8")
 
 
 def test_an_exhaustive_sweep_gets_notes_not_a_history_or_importances(tmp_path: Path) -> None:

@@ -65,3 +65,26 @@ def test_a_change_for_the_study_s_gpus_is_refused(study: tuple[Path, Path, str],
         assert "calibration profile's" in line and "restore what changed" in line
         assert "`tuner search SPEC` with another `name:`" in line
     assert _complete(url) == 3
+
+
+def test_a_profile_of_other_gpus_only_is_refused(tmp_path: Path) -> None:
+    """A profile fitted on H100 runs named by an A100 spec changed none of its numbers: the
+    study ran on the catalog's figures, as if calibrated, without a word. Now one line names
+    the profile's GPUs and the spec's, exit 2, no study made; a profile that also calibrates
+    every GPU (its `efficiency`) or names one of the spec's GPUs is taken."""
+    profile = tmp_path / "h100.yaml"
+    profile.write_text("gemm_fraction_by_gpu: {h100-80gb: 0.55}\n", encoding="utf-8")
+    data = tiny("elsewhere", search={"sampler": "random", "trials": 2, "seed": 0})
+    path = write(tmp_path, {**data, "calibration": "h100.yaml"})
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    fixed = write(tmp_path, {**tiny("fixed", plan={"tp": 2}), "calibration": "h100.yaml"})
+    for command in (["evaluate", str(fixed)], ["search", str(path), "--storage", url]):
+        result = _run(*command)
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.strip().splitlines()
+        assert f"calibration: {profile} calibrates h100-80gb, not this spec's a100-80gb" in line
+    assert optuna.get_all_study_names(url) == []
+    for text in ("gemm_fraction_by_gpu: {h100-80gb: 0.55, a100-80gb: 0.6}\n",
+                 "gemm_fraction_by_gpu: {h100-80gb: 0.55}\nefficiency: {hbm_fraction: 0.7}\n"):
+        profile.write_text(text, encoding="utf-8")
+        assert _run("evaluate", str(fixed)).exit_code == 0

@@ -14,6 +14,7 @@ from search_spaces.wording import counted
 from ..engine.calibrate import (
     at_bounds,
     check_placeable,
+    check_seconds,
     errors,
     fit,
     read_measurements,
@@ -60,6 +61,7 @@ def calibrate(csv_path: str, out: str, holdout: float, seed: int, network: bool,
     path = out_path(out)
     rows = read_measurements(csv_path)
     _never_an_input(path, out, [csv_path, *(r.space.spec.file for r in rows)])
+    check_seconds(rows, errors(rows, DEFAULT_EFFICIENCY), source=csv_path)
     fitted_rows, held = split(rows, holdout, seed)
     before = {"fit": errors(fitted_rows, DEFAULT_EFFICIENCY),
               "held_out": errors(held, DEFAULT_EFFICIENCY)}

@@ -25,11 +25,13 @@ import numpy as np
 
 from cost import FALLBACK_GEMM_FRACTION, ClusterSpec, Efficiency, MixedCluster, Plan, evaluate
 from search_spaces import Space, SpecError, load_spec, read_text
+from search_spaces.plausible import is_bare
+from search_spaces.units import parse_quantity
 
 from ..errors import TunerError
 
-__all__ = ["Measurement", "Parameter", "at_bounds", "check_placeable", "errors", "fit",
-           "measurement", "parameters", "read_measurements", "split", "summary"]
+__all__ = ["Measurement", "Parameter", "at_bounds", "check_placeable", "check_seconds",
+           "errors", "fit", "measurement", "parameters", "read_measurements", "split", "summary"]
 
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
@@ -42,6 +44,7 @@ class Measurement:
     space: Space
     candidates: tuple[tuple[ClusterSpec | MixedCluster, Plan], ...]
     measured_s: float
+    bare: bool = False  # measured_step_time_s written without a unit (seconds)
 
     def predict(self, efficiency: Efficiency) -> float:
         """The fastest feasible plan's step time under `efficiency` with the features of the
@@ -56,40 +59,73 @@ class Measurement:
         return best
 
 
-def measurement(space: Space, measured_s: float, *, row: int = 0) -> Measurement:
+def measurement(space: Space, measured_s: float, *, row: int = 0,
+                bare: bool = False) -> Measurement:
     """One measured run of the spec `space` was made from: every plan it may have run."""
     candidates = tuple((cluster, plans) for values in space.cluster_combinations()
                        for cluster in [space.cluster(values)]
                        for plans in space.plans(cluster))
-    return Measurement(row=row, space=space, candidates=candidates, measured_s=measured_s)
+    return Measurement(row=row, space=space, candidates=candidates, measured_s=measured_s,
+                       bare=bare)
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
-    """The rows of a measurements CSV; SpecError names the file, row and column."""
+    """The rows of a measurements CSV; SpecError names the file, row and column. The CSV may
+    start with a byte-order mark and pad its cells with spaces (as spreadsheets save it);
+    a measured time is seconds, or a duration with its unit ("850 ms")."""
     path = Path(path)
     file = str(path)
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    reader = csv.DictReader(io.StringIO(read_text(path).removeprefix("\ufeff"), newline=""),
+                            skipinitialspace=True)
+    reader.fieldnames = [name.strip() for name in reader.fieldnames or ()]
     _check_header(reader.fieldnames, file=file)
-    rows = list(reader)
     out = []
-    for i, row in enumerate(rows, start=2):
+    for i, row in enumerate(reader, start=2):
+        row = {k: (v or "").strip() for k, v in row.items() if isinstance(k, str)}
         for column in ("spec", "measured_step_time_s"):
-            if not (row.get(column) or "").strip():
+            if not row.get(column):
                 raise SpecError(f"row {i} has no {column}; every row needs spec and "
                                 "measured_step_time_s", file=file, field=column)
-        try:
-            measured = float(row["measured_step_time_s"])
-        except ValueError:
-            measured = -1.0
-        if not 0 < measured < math.inf:
-            raise SpecError(f"row {i}: {row['measured_step_time_s']!r} is not a positive "
-                            "number of seconds", file=file, field="measured_step_time_s")
+        measured = _seconds(row["measured_step_time_s"], row=i, file=file)
         out.append(measurement(Space.from_spec(load_spec(path.parent / row["spec"])),
-                               measured, row=i))
+                               measured, row=i, bare=is_bare(row["measured_step_time_s"])))
     if not out:
         raise SpecError("no measurements; add rows with spec and measured_step_time_s",
                         file=file)
     return out
+
+
+def _seconds(text: str, *, row: int, file: str) -> float:
+    """A measured step time in seconds: a number, or a duration with its unit."""
+    try:
+        return parse_quantity(text, "seconds", field="", positive=True)
+    except SpecError:
+        raise SpecError(f"row {row}: {text!r} is not a positive number of seconds (or a "
+                        "duration with its unit, e.g. \"850 ms\")", file=file,
+                        field="measured_step_time_s") from None
+
+
+_MEANT = 30.0
+"""A bare measured time this many times above or below the model's prediction is not in
+seconds: the model is within tens of percent of real runs, a unit is off by 1000x."""
+
+
+def check_seconds(rows: list[Measurement], row_errors: np.ndarray, *, source: str) -> None:
+    """SpecError for the first bare measured time (no unit) at least 30x the model's
+    prediction or at most 1/30 of it (`row_errors` from errors()): milliseconds (or minutes)
+    in the column of seconds, which the fit would take as a GPU 1000x slower (or faster)
+    and leave at an end of its range. A time written with its unit is taken as written."""
+    for r, e in zip(rows, row_errors, strict=True):
+        ratio = 1.0 + float(e)
+        if not r.bare or not math.isfinite(ratio) or 1 / _MEANT < ratio < _MEANT:
+            continue
+        predicted = ratio * r.measured_s
+        times = f"{1 / ratio:.3g}x" if ratio < 1 else f"1/{ratio:,.0f} of"
+        unit = "ms" if ratio < 1 else "min"
+        raise SpecError(f"row {r.row}: {r.measured_s:g} s is {times} the {predicted:.4g} s "
+                        f"the model predicts for {r.space.spec.name}; a bare number is "
+                        f"seconds: write the unit it is in (e.g. \"{r.measured_s:g} {unit}\")",
+                        file=source, field="measured_step_time_s")
 
 
 def _check_header(columns: Sequence[str] | None, *, file: str) -> None:

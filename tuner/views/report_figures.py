@@ -113,8 +113,13 @@ def _label(objective: str) -> str:
 
 
 def history_figures(study: optuna.Study) -> list[Figure]:
-    """Optuna's optimisation history, one figure per objective."""
+    """Optuna's optimisation history, one figure per objective; a note while no trial is
+    complete (Optuna would draw empty axes and log a warning line on stderr)."""
     names = _objectives(study)
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        return [Figure("history", "Optimisation history",
+                       note="no complete trial yet: `tuner worker NAME` or `tuner resume NAME` "
+                            "runs the study's trials")]
     if len(names) == 1:
         figure = visualization.plot_optimization_history(study, target_name=_label(names[0]))
         return [Figure("history", "Optimisation history", figure)]
