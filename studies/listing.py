@@ -248,6 +248,14 @@ def export_page(study: optuna.Study, *, offset: int, limit: int | None
     return rows, len(trials)
 
 
+def _empty_header(study: optuna.Study) -> list[str]:
+    """The columns every trial's row starts with (_trial_row), for a study without trials, so
+    that a script reading the CSV by column finds a header (a blank line before)."""
+    values = ["value"] if len(study.directions) == 1 else [
+        f"values_{i}" for i in range(len(study.directions))]
+    return ["number", "state", *values, "duration_s"]
+
+
 def export_trials(study: optuna.Study, fmt: Literal["csv", "json"]) -> str:
     """The trials table as CSV (header: the union of the rows' keys in first-seen order) or as
     a JSON list of row objects."""
@@ -256,7 +264,7 @@ def export_trials(study: optuna.Study, fmt: Literal["csv", "json"]) -> str:
     if fmt != "csv":
         raise StudyError(f"export format {fmt!r} is unknown; use 'csv' or 'json'")
     rows = trials_table(study)
-    header = list(dict.fromkeys(key for row in rows for key in row))
+    header = list(dict.fromkeys(key for row in rows for key in row)) or _empty_header(study)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=header, lineterminator="\n")
     writer.writeheader()

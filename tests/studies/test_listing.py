@@ -134,3 +134,15 @@ def test_export_json_round_trips(tmp_path: Path, results: dict[str, dict]) -> No
     rows = json.loads(export_trials(study, "json"))
     assert rows == json.loads(json.dumps(trials_table(study, keep_lists=True)))
     assert rows[1]["plan.micro_batch"] == 2
+
+
+@pytest.mark.parametrize(("directions", "header"), [
+    (["minimize"], "number,state,value,duration_s"),
+    (["minimize", "minimize"], "number,state,values_0,values_1,duration_s"),
+])
+def test_export_csv_of_a_study_without_trials_has_its_header(directions: list[str],
+                                                               header: str) -> None:
+    """A study with no trial exported as a blank line: a script reading it by column found
+    nothing (found by a helper); its header is the columns every row starts with."""
+    study = optuna.create_study(directions=directions)
+    assert export_trials(study, "csv") == header + "\n"
