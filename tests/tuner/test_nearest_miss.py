@@ -166,3 +166,20 @@ def test_a_study_whose_trials_found_no_feasible_plan_yet_says_to_run_more(
     line = runner.invoke(main, ["explain", "too-big", "--storage", storage]).output.strip()
     assert "no trial so far fits memory and the constraints; run more trials (`tuner resume " \
            f"too-big --storage {storage}`)" in line, line
+
+
+def test_a_study_without_a_completed_trial_says_so_not_to_relax_constraints(
+        tmp_path: Path) -> None:
+    """`tuner best` of a study made with --timeout 0 said 'no feasible plan yet; run more
+    trials or relax the constraints' where no trial had run, so nothing was known of the
+    constraints (found by a helper); it says none has completed and how to run them."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    spec = str(write(tmp_path, {**TOO_BIG, "search": {"sampler": "tpe", "trials": 2}}))
+    made = runner.invoke(main, ["search", spec, "--storage", storage, "--timeout", "0"])
+    assert made.exit_code == 0, made.output
+    done = runner.invoke(main, ["best", "too-big", "--storage", storage])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip() == (
+        f"too-big: no trial has completed yet; run them: `tuner resume too-big --storage "
+        f"{storage}` (or `tuner worker too-big --storage {storage}` beside others)")

@@ -150,7 +150,7 @@ def test_a_study_without_trials_gives_notes(tmp_path: Path) -> None:
     in another format than the tool's, once per objective. Now a note says what runs the
     trials, and stderr is empty."""
     html = build_report(optuna.create_study(study_name="empty"))
-    assert "no feasible plan yet" in html and "run more trials or relax" in html
+    assert "no trial has completed yet" in html and "tuner resume empty" in html
     assert "parameter importances need at least" in html
     assert "no complete trial yet" in html and _figure_ids(html) == []
     url = f"sqlite:///{tmp_path / 's.db'}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 from optuna.storages import BaseStorage
+from optuna.trial import TrialState
 
 from studies import (
     best_payload,
@@ -59,8 +60,10 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     results = best_results(study, top=top)
     nearest = None if results else nearest_result(study)
     pareto = len(study.directions) > 1
+    completed = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     click.echo(advised(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
-                                              swept=swept(study) is not None)))
+                                              swept=swept(study) is not None,
+                                              completed=completed)))
 
 
 @click.command()

@@ -176,21 +176,27 @@ def best_cells(results: Sequence[TrialResult]) -> tuple[list[str], list[list[str
 
 
 def best_text(name: str, results: Sequence[TrialResult], *, pareto: bool,
-              nearest: TrialResult | None = None, swept: bool = False) -> str:
+              nearest: TrialResult | None = None, swept: bool = False,
+              completed: int | None = None) -> str:
     """One row per best plan (or per plan of the Pareto front); with none, no_feasible_text
     of the `nearest` miss."""
     if not results:
-        return no_feasible_text(name, nearest, swept=swept)
+        return no_feasible_text(name, nearest, swept=swept, completed=completed)
     title = (f"{name}: Pareto front, {counted(len(results), 'plan')}" if pareto
              else f"{name}: best plans")
     header, rows = best_cells(results)
     return "\n".join([title, *_table(header, rows)])
 
 
-def no_feasible_text(name: str, nearest: TrialResult | None, *, swept: bool) -> str:
+def no_feasible_text(name: str, nearest: TrialResult | None, *, swept: bool,
+                     completed: int | None = None) -> str:
     """What to say when no stored plan of study `name` is feasible: the plan nearest to
     feasible (studies.nearest_result), what it lacks and how to see its costs. `swept`: an
-    exhaustive sweep saw every plan, so more trials would not help."""
+    exhaustive sweep saw every plan, so more trials would not help. `completed` 0: no trial
+    has run to its end, so nothing is known of the constraints yet."""
+    if completed == 0 and nearest is None and not swept:
+        return (f"{name}: no trial has completed yet; run them: `tuner resume "
+                f"{shlex.quote(name)}` (or `tuner worker {shlex.quote(name)}` beside others)")
     verdict = f"{name}: no feasible plan" + ("" if swept else " yet")
     if nearest is None:
         return f"{verdict}; {'' if swept else 'run more trials or '}relax the constraints"
@@ -204,7 +210,13 @@ def no_feasible_note(study: optuna.Study) -> str:
     """no_feasible_text of a study read from its storage: its nearest miss and whether an
     exhaustive sweep saw every plan (the HTML report's notes)."""
     return no_feasible_text(study.study_name, nearest_result(study),
-                            swept=swept(study) is not None)
+                            swept=swept(study) is not None, completed=_completed(study))
+
+
+def _completed(study: optuna.Study) -> int:
+    from optuna.trial import TrialState
+
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
 
 
 def _values_text(values: Sequence[float] | None) -> str:
