@@ -114,3 +114,26 @@ def test_json_holds_evaluates_fields_under_their_names() -> None:
         if key != "dominant":
             assert ex[key] == value, key
     assert ex["dominant"] == ex["terms"][0]["term"]
+
+
+def test_a_calibrated_plan_says_what_its_profile_sets(tmp_path: Path) -> None:
+    """`tuner explain` did not say that a calibration profile was in use nor what it set (found
+    by a helper): the text names the profile and each value it sets beside the default, and
+    the JSON holds them; without a profile, `calibration` is null and no line is shown."""
+    (tmp_path / "profile.yaml").write_text(
+        "efficiency: {network_fraction: 0.7}\ngemm_fraction_by_gpu:\n  a100-80gb: 0.5\n",
+        encoding="utf-8")
+    spec = tmp_path / "fixed.yaml"
+    spec.write_text(FIXED.read_text(encoding="utf-8") + "calibration: profile.yaml\n",
+                    encoding="utf-8")
+    code, out, _ = _run("explain", str(spec), "--json")
+    assert code == 0
+    sets = json.loads(out)["calibration"]["sets"]
+    assert sets["network_fraction"] == {"value": 0.7, "default": 0.8}
+    assert sets["gemm_fraction_by_gpu"] == {"value": {"a100-80gb": 0.5}, "default": {}}
+    code, text, _ = _run("explain", str(spec))
+    line = next(x for x in text.splitlines() if x.startswith("  calibrated by"))
+    assert line == (f"  calibrated by     {tmp_path / 'profile.yaml'}: gemm_fraction_by_gpu "
+                    "a100-80gb 0.5 (default none), network_fraction 0.7 (default 0.8)")
+    code, plain, _ = _run("explain", str(FIXED), "--json")
+    assert json.loads(plain)["calibration"] is None

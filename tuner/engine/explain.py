@@ -234,6 +234,21 @@ def _capacity_what_if(space: Space, cluster: ClusterSpec) -> dict[str, Any]:
             "best_today": today, "best_larger": larger, "change": change}
 
 
+def _calibration(spec: StudySpec, efficiency: Efficiency) -> dict[str, Any] | None:
+    """The spec's calibration profile and what it sets that the defaults do not (with the
+    spec's stack over both): {"profile": PATH, "sets": {FIELD: {"value", "default"}}}, the
+    per-GPU fields (`gemm_fraction_by_gpu`) as their GPUs' entries; None without a profile."""
+    path = spec.calibration_path()
+    if path is None:
+        return None
+    default = spec.stack.apply(DEFAULT_EFFICIENCY).as_dict()
+    sets: dict[str, Any] = {}
+    for key, value in efficiency.as_dict().items():
+        if value != default[key]:
+            sets[key] = {"value": value, "default": default[key]}
+    return {"profile": str(path), "sets": sets}
+
+
 def explain(spec: StudySpec) -> dict[str, Any]:
     """Everything `tuner explain` shows, as builtin types (SI units, shares as fractions)."""
     inputs = spec.to_cost_inputs()
@@ -250,6 +265,7 @@ def explain(spec: StudySpec) -> dict[str, Any]:
     return {  # evaluate's fields (cost.PlanResult.as_dict, same names), then explain's own
         "spec": spec.name, **result.as_dict(),
         "dominant": terms[0]["term"], "terms": terms, "memory": _memory(result),
+        "calibration": _calibration(spec, efficiency),
         **_price(result, training.tokens),
         "what_if": {**_bandwidth_what_ifs(inputs, result.step_time_s, efficiency),
                     "hbm_capacity_x1_5": capacity},

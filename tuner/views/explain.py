@@ -94,6 +94,26 @@ def _price_rows(out: Mapping[str, Any]) -> list[str]:
     return price_rows(PlanResult.from_dict(out), float(out.get("tokens") or 0.0))
 
 
+def _calibration_rows(calibration: Mapping[str, Any] | None) -> list[str]:
+    """'calibrated by PATH: gemm_fraction 0.612 (default 0.65), ...'; nothing without one."""
+    if not calibration:
+        return []
+    sets = calibration["sets"]
+    if not sets:
+        return [f"  calibrated by     {calibration['profile']}: the defaults' values"]
+    parts = [f"{key} {_setting(v['value'])} (default {_setting(v['default'])})"
+             for key, v in sets.items()]
+    return [f"  calibrated by     {calibration['profile']}: {', '.join(parts)}"]
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, dict):  # per GPU
+        return ", ".join(f"{gpu} {f:.4g}" for gpu, f in value.items()) or "none"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def explain_text(out: Mapping[str, Any]) -> str:
     """The report of `tuner explain`, from the object `tuner explain --json` prints."""
     c = out["cluster"]
@@ -104,6 +124,7 @@ def explain_text(out: Mapping[str, Any]) -> str:
         f"  cluster           {cluster_line(c)}",
         f"  plan              {plan_summary(PlanRecord.from_dict(out['plan']))} ({status})",
         f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
+        *_calibration_rows(out.get("calibration")),
         *_terms(out),
         *pool_rows(out.get("pools"), out.get("bottleneck", "")),
         _memory(out["memory"]),
