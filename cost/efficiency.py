@@ -60,7 +60,7 @@ class Efficiency:
     max(4e7, 1e6 x dp x cp) parameters ("larger DP sizes need larger buckets to ensure
     collectives do not become latency-bound", DistributedDataParallelConfig.bucket_size;
     the data-parallel group with context parallel, pg_collection.dp_cp). 0: one collective
-    per step (no bucketing: Megatron without overlap_grad_reduce). DeepSpeed's ZeRO buckets
+    per model chunk (no bucketing: Megatron without overlap_grad_reduce). DeepSpeed's ZeRO buckets
     5e8 elements (reduce_bucket_size, allgather_bucket_size)."""
     overlap_slowdown: float = 0.15
     """Seconds of compute lost per second of communication hidden behind it: NCCL kernels take

@@ -351,7 +351,7 @@ class StackSection(Frozen):
     - dp_bucket_params: parameters per data-parallel gradient bucket, each reduced (and
       gathered) by a collective of its own that pays the ring's latency (Megatron's
       --ddp-bucket-size; left out: Megatron-Core's max(4e7, 1e6 x dp x cp); 0: no buckets,
-      one collective per step; cost.schedule.dp_buckets);
+      one collective per model chunk; cost.schedule.dp_buckets);
     - tp_overlap: share of tensor-parallel traffic hidden behind GEMMs (Transformer Engine's
       userbuffers overlap); 0 without it;
     - params: what the weights live in: bf16 (Megatron: fp32 master copy in the optimizer),
