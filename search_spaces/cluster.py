@@ -67,10 +67,6 @@ class Expansion(Frozen):
         offloaded state at the cost model's floor of 1 byte/s: steps of years, on plans
         called feasible."""
         capacity = max(_each(self.capacity))
-        if capacity == 0 and max(_each(self.bandwidth)) > 0:
-            raise SpecError("a tier with a bandwidth and no capacity holds nothing to offload; "
-                            "give its capacity per GPU, e.g. capacity: \"256 GiB\", or leave "
-                            "expansion out", field="capacity")
         if capacity > 0 and min(_each(self.bandwidth)) == 0:
             raise SpecError(f"a tier of {capacity / 2**30:,.4g} GiB moves nothing without a "
                             "bandwidth (per GPU, one direction); give it, e.g. "

@@ -398,17 +398,16 @@ def test_a_word_yaml_reads_as_true_or_false_says_to_quote_it(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("cluster", "words"), [
-    ({"expansion": {"bandwidth": "64 GB/s"}},
-     "cluster.expansion.capacity: a tier with a bandwidth and no capacity holds nothing to "
-     "offload; give its capacity per GPU, e.g. capacity: \"256 GiB\", or leave expansion out"),
     ({"gpu": None, "nodes": None, "pools": [{"gpu": "a100-80gb", "nodes": 2}],
       "inter_pool_bandwidth": "100 GB/s"},
      "cluster.inter_pool_bandwidth: is the link between pools, and this cluster has one pool; "
      "add the other pools or leave it out"),
 ])
 def test_a_cluster_field_that_cannot_act_is_refused(cluster: dict[str, Any], words: str) -> None:
-    """An expansion tier given a bandwidth but no capacity, and a link between pools on a
-    cluster of one pool, were accepted and did nothing (found by a helper)."""
+    """A link between pools on a cluster of one pool was accepted and did nothing (found by a
+    helper). (A tier of capacity 0 with a bandwidth stays accepted: a co-design's fixed plan
+    spec of its 'no tier' choice is one, and a plan that offloads to it is infeasible with a
+    line saying to set the capacity.)"""
     data = _spec(cluster=cluster)
     data["cluster"] = {k: v for k, v in data["cluster"].items() if v is not None}
     with pytest.raises(SpecError) as raised:
