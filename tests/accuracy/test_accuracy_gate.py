@@ -34,12 +34,12 @@ def test_the_validation_cases_meet_their_targets() -> None:
 
 def test_the_external_cases_do_not_get_worse() -> None:
     s = _summary(EXTERNAL)
-    assert s["cases"] >= 130
+    assert s["cases"] >= 136
     assert s["infeasible"] == [], s["infeasible"]
-    # 8.2 %, largest 51.2 %: MLPerf's Llama 3.1 8B on GB200 (d71, README "Where the model is
+    # 8.3 %, largest 51.2 %: MLPerf's Llama 3.1 8B on GB200 (d71, README "Where the model is
     # still wrong"), with its 768M-parameter gradient buckets and bf16 gradients as its files
     # state them (benchmarks/sources.yaml)
-    assert s["mean_abs_error"] <= 0.083 and s["max_abs_error"] <= 0.513, s
+    assert s["mean_abs_error"] <= 0.084 and s["max_abs_error"] <= 0.513, s
     # 10.2 %, largest 19.0 % (d42): torchtitan publishes reserved memory, above the live
     # tensors the model counts
     assert s["memory"]["mean_abs_error"] <= 0.102, s["memory"]
