@@ -129,6 +129,10 @@ def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
         if not key.startswith("cluster."):
             continue
         _set_cluster_value(spec, cluster, key[len("cluster."):], label)
+    if "expansion" in cluster and not result.cluster.expansion_capacity_bytes:
+        # capacity 0 chosen from a list: no tier. Its bandwidth, alone, is refused in a spec
+        # ("holds nothing to offload"): `tuner plan --as spec` and `tuner explain NAME` failed
+        del cluster["expansion"]
     data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs,
                                      pools=spec.cluster.pools is not None)
     fixed = parse_spec(data, file=spec.file, name=data["name"])
