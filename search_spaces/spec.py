@@ -244,16 +244,18 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
     return spec
 
 
-def load_spec(path: str | Path, content: bytes | None = None) -> StudySpec:
+def load_spec(path: str | Path, content: bytes | None = None, *,
+              name: str | None = None) -> StudySpec:
     """Read a study spec from a YAML file (UTF-8; plain values only; no key given twice), or
     parse `content`, the bytes already read from it (a pipe, `<(command)`, reads once).
+    `name` is the study's name where the spec gives none (default: the file's stem).
 
     Raises FileNotFoundError for a missing file and SpecError naming the file and the field
     for anything wrong in it (a SpecErrors, one line each, when several things are)."""
     path = Path(path)
     text = read_text(path) if content is None else decode_text(content, path)
     data = load_yaml(text, file=str(path))
-    return parse_spec(data, file=str(path), name=path.stem)
+    return parse_spec(data, file=str(path), name=name or path.stem)
 
 
 def _precision_problems(spec: StudySpec) -> list[SpecError]:

@@ -55,6 +55,12 @@ def _summary(study: optuna.Study) -> dict[str, Any]:
         **{name: sum(t.state == state for t in trials) for name, state in _STATES.items()},
         "best_values": _best_values(study, trials),
         "cost_model_version": attrs.get("cost_model_version"),
+        # the names `tuner search --json`, `tuner worker --json` and the HTTP API's status
+        # give the same counts (target_trials, complete and fail kept for the programs that
+        # read them)
+        "target": target_trials(study),
+        "completed": sum(t.state == TrialState.COMPLETE for t in trials),
+        "failed": sum(t.state == TrialState.FAIL for t in trials),
     }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import time
 from typing import Any
 
 import optuna
@@ -49,6 +50,8 @@ _NOT_COMPARED = _NOT_THE_PROBLEM | {"calibration"}
 name, whose contents the resolved problem compares (studies.identity, `_check_resolved`): a
 profile moved or renamed with the same numbers is the same problem."""
 _SHOWN_DIFFERENCES = 3
+_CREATING_WAIT_S = 10.0
+"""How long a study another process is creating may take to get our metadata (`_written`)."""
 
 
 def _canonical(data: Any) -> str:
@@ -99,19 +102,37 @@ def _only_fields_added_since(study: optuna.Study, spec: StudySpec) -> bool:
 
 
 def _initial_attrs(spec: StudySpec, spec_text: str, target: int) -> dict[str, Any]:
+    """Our metadata of a new study, in the order it is written: `spec_digest` last, so that a
+    process that finds it knows the rest is there (`_written`)."""
     resolved = problem(spec)
     return {
         "schema_version": SCHEMA_VERSION,
         "spec_text": spec_text,
         "spec_json": _canonical(spec.model_dump(mode="json")),
-        "spec_digest": spec_digest(spec),
         "problem_json": _canonical(resolved),
         "problem_digest": problem_digest(resolved),
         "cost_model_version": resolved["cost_model"],
         "target_trials": int(target),
         "objectives": list(spec.objective),
         "spec_file": spec.file,
+        "spec_digest": spec_digest(spec),
     }
+
+
+def _written(storage: optuna.storages.BaseStorage, name: str,
+             sampler: optuna.samplers.BaseSampler | None) -> optuna.Study:
+    """The stored study `name` once its creator has written our metadata. Optuna creates a
+    study, then its attributes are set one at a time: another process creating the same
+    study at that moment (two `tuner search` of one spec at once) compared the spec with
+    attributes not yet there and refused it as another problem ("cluster differs: stored
+    null"). Waits for `spec_digest`, written last, up to _CREATING_WAIT_S; a study that never
+    gets it (made by Optuna alone, its creator killed) is compared as it is."""
+    deadline = time.monotonic() + _CREATING_WAIT_S
+    while True:
+        study = load_study(storage, name, sampler=sampler)
+        if "spec_digest" in study.user_attrs or time.monotonic() >= deadline:
+            return study
+        time.sleep(0.05)
 
 
 def _directions(names: list[str]) -> list[optuna.study.StudyDirection]:
@@ -141,7 +162,7 @@ def create_or_continue(
                                     directions=_directions(directions),
                                     sampler=sampler)
     except optuna.exceptions.DuplicatedStudyError:
-        study = load_study(storage, spec.name, sampler=sampler)
+        study = _written(storage, spec.name, sampler)
         if study.user_attrs.get("spec_digest") != spec_digest(spec) and \
                 not _only_fields_added_since(study, spec):
             raise _mismatch(storage, study, spec) from None

@@ -44,8 +44,8 @@ def spec_path(tmp_path: Path) -> str:
 def test_search_prints_the_study_its_trials_and_the_best_plan(spec_path: str,
                                                               storage: str) -> None:
     out = _json("search", spec_path, "--trials", "20", "--storage", storage)
-    assert set(out) == {"study", "trials", "best", "sampler", "requested_sampler", "optimal",
-                        "evaluated"}
+    assert set(out) == {"study", "trials", "completed", "target", "best", "sampler",
+                        "requested_sampler", "optimal", "evaluated"}
     assert out["sampler"] == "tpe" and out["optimal"] is False and out["evaluated"] > 0
     assert out["study"] == "tiny" and out["trials"] == 20
     assert len(out["best"]) == 1

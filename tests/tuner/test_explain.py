@@ -64,6 +64,17 @@ def test_more_hbm_never_slows_the_best_neighbour(explained: dict[str, Any]) -> N
         larger["step_time_s"] / today["step_time_s"] - 1.0)
 
 
+def test_the_neighbours_count_their_plans_under_search_names(explained: dict[str, Any]
+                                                              ) -> None:
+    """The plans swept for the larger-HBM what-if under the names `tuner search --json` gives
+    them (`evaluated`, `feasible_plans`: shared/SPEC.md), where explain said only
+    `plans_evaluated` and `plans_feasible` (kept)."""
+    capacity = explained["what_if"]["hbm_capacity_x1_5"]
+    for neighbour in (capacity["best_today"], capacity["best_larger"]):
+        assert neighbour["evaluated"] == neighbour["plans_evaluated"] > 1000
+        assert neighbour["feasible_plans"] == neighbour["plans_feasible"] > 0
+
+
 def test_the_neighbourhood_holds_the_plan_and_fills_the_cluster() -> None:
     spec = load_spec(FIXED)
     _, cluster, training, plan = spec.to_cost_inputs()

@@ -183,3 +183,21 @@ def test_a_study_without_a_completed_trial_says_so_not_to_relax_constraints(
     assert done.output.strip() == (
         f"too-big: no trial has completed yet; run them: `tuner resume too-big --storage "
         f"{storage}` (or `tuner worker too-big --storage {storage}` beside others)")
+
+
+def test_explain_and_plan_of_a_study_without_a_completed_trial_say_so(tmp_path: Path) -> None:
+    """`tuner explain NAME` and `tuner plan NAME` of a study made with --timeout 0 said 'no
+    trial so far fits memory and the constraints; ... or relax the constraints', as `tuner
+    best` did before, though no trial had run; they say none has completed and how to run
+    them."""
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    runner = CliRunner()
+    spec = str(write(tmp_path, {**TOO_BIG, "search": {"sampler": "tpe", "trials": 2}}))
+    made = runner.invoke(main, ["search", spec, "--storage", storage, "--timeout", "0"])
+    assert made.exit_code == 0, made.output
+    for command in (["explain", "too-big", "--json"], ["plan", "too-big", "--as", "spec"]):
+        done = runner.invoke(main, [*command, "--storage", storage])
+        assert done.exit_code == 2 and done.stdout == ""
+        assert done.stderr.strip() == (
+            f"error: study 'too-big' has no trial completed yet; run them (`tuner resume "
+            f"too-big --storage {storage}`), then name a plan"), done.stderr

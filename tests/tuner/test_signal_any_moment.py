@@ -122,7 +122,7 @@ def _closed(tmp_path: Path) -> None:
     ("import tuner.cli.main", "while starting: no stored study was changed; run the same "
                               "command again"),
     ("import tuner.cli.search", "no stored study was changed; run the same command again"),
-    ("tuner.cli.search.load_spec", "before the search began: nothing was stored; run the same "
+    ("tuner.cli.search.load_given", "before the search began: nothing was stored; run the same "
                                    "command again"),
 ])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..errors import each_or_errors
+from ..errors import TunerError, each_or_errors
 from . import evaluated as cache
 from .leaving import freeze_at_exit
 from .options import json_option
@@ -48,25 +48,29 @@ def _each_evaluated(specs: tuple[str, ...]) -> list[cache.Evaluated]:
     """Every spec evaluated; where some are bad, the error of each (InputErrors: a line
     each), so that one run names every file to fix."""
     from .main import user_error
+    from .spec_input import STDIN
 
+    if specs.count(STDIN) > 1:
+        raise TunerError("`-` (the spec on stdin) is given more than once; give it once")
     return each_or_errors(specs, _evaluated, user_error)
 
 
 def _evaluated(path: str) -> cache.Evaluated:
     """The spec at `path` evaluated: from the cache when neither it nor anything its answer
     depends on changed, else loaded, validated and evaluated (and then cached)."""
-    data = cache.read_or_none(path)  # read once: a pipe (`<(command)`) gives its bytes once
-    regular = os.path.isfile(path)  # a pipe is never cached: it cannot be read again
+    from .spec_input import is_stdin, load_given, read_given
+
+    # read once: a pipe (`<(command)`, `-` for stdin) gives its bytes once
+    data = read_given(path) if is_stdin(path) else cache.read_or_none(path)
+    regular = not is_stdin(path) and os.path.isfile(path)  # a pipe is never cached
     found = cache.load(path, data) if data is not None and regular else None
     if found is not None:
         return found
     _one_blas_thread()
-    from search_spaces import load_spec
-
     from ..engine.limits import fixed_result
     from ..views import text as render
 
-    spec = load_spec(path, data)  # errors as without a cache: this names the file and field
+    spec = load_given(path, data)  # errors as without a cache: this names the file and field
     profile = spec.calibration_path()
     reads = [str(profile.absolute())] if profile is not None else []
     digests = [cache.file_digest(p) for p in reads]  # before the files are read to evaluate

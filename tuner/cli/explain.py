@@ -7,18 +7,19 @@ from pathlib import Path
 
 import click
 
-from search_spaces import StudySpec, load_spec
+from search_spaces import StudySpec
 
 from ..engine.explain import explain as explain_plan
 from ..views import text as render
 from ..views.explain import explain_text
 from .options import json_option, storage_option
+from .spec_input import is_stdin, load_given
 
 __all__ = ["explain"]
 
 
 def _is_spec(target: str) -> bool:
-    return Path(target).suffix in (".yaml", ".yml") or Path(target).is_file()
+    return is_stdin(target) or Path(target).suffix in (".yaml", ".yml") or Path(target).is_file()
 
 
 def _study_plan(name: str, trial: int | None, storage: str | None) -> StudySpec:
@@ -45,7 +46,7 @@ def explain(target: str, trial: int | None, storage: str | None, as_json: bool) 
     if _is_spec(target):
         if trial is not None:
             raise click.UsageError("--trial goes with a study NAME, not a spec file")
-        spec = load_spec(target)
+        spec = load_given(target)
     else:
         spec = _study_plan(target, trial, storage)
     out = explain_plan(spec)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import shlex
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from search_spaces import Space, StudySpec, load_spec
+from search_spaces import Space, StudySpec
 from search_spaces.wording import counted
 
 from ..engine.forked import forked_sweep
@@ -28,6 +27,7 @@ from .options import (
     timeout_option,
     top_option,
 )
+from .spec_input import load_given, read_given
 from .stopping import NOTHING_STORED, Said, as_it_was, finished
 
 if TYPE_CHECKING:
@@ -116,8 +116,8 @@ def search(spec_path: str, sampler: str | None, trials: int | None, seed: int | 
 def _search(said: Said, spec_path: str, sampler: str | None, trials: int | None,
             seed: int | None, timeout: float | None, sweep_inner: bool, top: int,
             storage: str | None, heartbeat: int, as_json: bool) -> None:
-    content = Path(spec_path).read_bytes()  # once: a pipe (`<(command)`) gives it once
-    spec = load_spec(spec_path, content)
+    content = read_given(spec_path)  # once: a pipe (`<(command)`, `-`) gives it once
+    spec = load_given(spec_path, content)
     said.after = lambda: finished(spec.name)
     check_sampler_flags(spec, sampler=sampler, trials=trials, timeout=timeout,
                         sweep_inner=sweep_inner)

@@ -8,7 +8,7 @@ import time
 import click
 
 from search_spaces.wording import counted
-from studies import load_study, open_storage, target_trials
+from studies import load_study, open_storage
 
 from ..engine.search import SearchOptions, continue_study, summary
 from ..views import text as render
@@ -45,7 +45,7 @@ def _work(said: Said, name: str, storage: str | None, heartbeat: int, timeout: f
         said.run(lambda stop: continue_study(study, SearchOptions(  # the study's sampler,
             timeout=timeout, stop=stop, worker=True,  # unseeded: workers propose different plans
             notify=lambda line: click.echo(advised(line), err=True))))
-        out = {**summary(study), "target": target_trials(study)}
+        out = summary(study)  # with its target
     finally:  # interrupted or failed too: the connections closed, the WAL checkpointed
         leave([store])
     if as_json:

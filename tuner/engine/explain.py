@@ -158,7 +158,10 @@ def _best_neighbour(space: Space, cluster: ClusterSpec) -> dict[str, Any] | None
             "memory_total_bytes": float(report.memory.total_bytes),
             "hbm_usable_bytes": float(report.hbm_usable_bytes),
             "plans_evaluated": candidate.evaluated,
-            "plans_feasible": candidate.feasible_plans}
+            "plans_feasible": candidate.feasible_plans,
+            # as `tuner search --json` names them (shared/SPEC.md); the two above kept
+            "evaluated": candidate.evaluated,
+            "feasible_plans": candidate.feasible_plans}
 
 
 def _change(before: float, after: float) -> float:

@@ -341,6 +341,8 @@ def summary(study: optuna.Study, *, top: int = 1) -> dict[str, Any]:
     out: dict[str, Any] = {
         "study": study.study_name,
         "trials": complete_count(study),
+        "completed": complete_count(study),  # `trials`, named as the status and listing name it
+        "target": target_trials(study),
         "best": best["best"],
         "sampler": settings.get("sampler"),
         "requested_sampler": settings.get("requested"),

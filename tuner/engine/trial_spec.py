@@ -56,13 +56,18 @@ def _no_feasible(study: optuna.Study) -> str:
     no plan of its space is feasible and more trials cannot find one (studies.swept); the
     nearest miss is the trial to look at (studies.nearest_result)."""
     name = study.study_name
+    nearest = nearest_result(study)
+    if nearest is None and swept(study) is None and not study.get_trials(
+            deepcopy=False, states=(TrialState.COMPLETE,)):
+        # nothing is known of the constraints yet: relaxing them would not help
+        return (f"study '{name}' has no trial completed yet; run them (`tuner resume "
+                f"{shlex.quote(name)}`), then name a plan")
     if swept(study) is not None:
         why = ("an exhaustive sweep saw every plan of its space and none fits memory and the "
                "constraints; relax the constraints or widen the space")
     else:
         why = (f"no trial so far fits memory and the constraints; run more trials (`tuner "
                f"resume {shlex.quote(name)}`) or relax the constraints")
-    nearest = nearest_result(study)
     pick = (f"the nearest miss is trial {nearest.trial} (--trial {nearest.trial})"
             if nearest is not None else "--trial N picks any trial (`tuner export` lists them)")
     return f"study '{name}' has no feasible plan: {why}; {pick}"
@@ -129,6 +134,10 @@ def chosen_plan(study: optuna.Study, number: int | None = None) -> ChosenPlan:
         if not key.startswith("cluster."):
             continue
         _set_cluster_value(spec, cluster, key[len("cluster."):], label)
+    if "expansion" in cluster and not result.cluster.expansion_capacity_bytes:
+        # capacity 0 chosen from a list: no tier. Its bandwidth, alone, is refused in a spec
+        # ("holds nothing to offload"): `tuner plan --as spec` and `tuner explain NAME` failed
+        del cluster["expansion"]
     data["plan"] = fixed_plan_values(result.plan, spec.model.to_model_spec().knobs,
                                      pools=spec.cluster.pools is not None)
     fixed = parse_spec(data, file=spec.file, name=data["name"])

@@ -89,6 +89,9 @@ class StudySummary(BaseModel):
     running: int
     best_values: list[float | None] | None
     cost_model_version: str | None
+    target: int | None = None  # target_trials, complete and fail as the status names them
+    completed: int | None = None
+    failed: int | None = None
 
 
 class StudyCreated(BaseModel):
