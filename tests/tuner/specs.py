@@ -4,6 +4,7 @@ custom model, and writing either to a YAML file under tmp_path."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,21 @@ def write(tmp_path: Path, data: dict[str, Any]) -> Path:
     path = tmp_path / f"{data['name']}.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+def searched_tiny(tmp_path: Path, name: str, trials: int) -> tuple[str, dict[str, Any]]:
+    """A tiny spec `name` searched by seeded TPE for `trials` trials into a SQLite file in
+    tmp_path: the storage URL and the `tuner search --json` object."""
+    from click.testing import CliRunner
+
+    from tuner.cli import main
+
+    storage = f"sqlite:///{tmp_path / 's.db'}"
+    data = tiny(name, search={"sampler": "tpe", "trials": trials, "seed": 0})
+    searched = CliRunner().invoke(main, ["search", str(write(tmp_path, data)), "--storage",
+                                         storage, "--json"])
+    assert searched.exit_code == 0, searched.output
+    return storage, json.loads(searched.stdout)
 
 
 def each_valid_plan(s: Space, cluster: Any) -> Iterator[tuple[dict[str, Any], cost.CostReport]]:

@@ -16,23 +16,18 @@ from tuner.cli import main
 from tuner.serve.models import StudySummary
 from tuner.serve.progress import status
 
-from .specs import tiny, write
+from .specs import searched_tiny
 
 
 def test_the_counts_have_the_same_names_in_search_studies_and_status(tmp_path: Path) -> None:
-    storage = f"sqlite:///{tmp_path / 's.db'}"
+    storage, search = searched_tiny(tmp_path, "counted", 6)
     runner = CliRunner()
-    data = tiny("counted", search={"sampler": "tpe", "trials": 6, "seed": 0})
-    searched = runner.invoke(main, ["search", str(write(tmp_path, data)), "--storage",
-                                    storage, "--json"])
-    assert searched.exit_code == 0, searched.output
     listed = runner.invoke(main, ["studies", "--storage", storage, "--json"])
     assert listed.exit_code == 0, listed.output
     row = json.loads(listed.stdout)[0]
     StudySummary.model_validate(row)
     store = open_storage(storage, heartbeat_interval_s=None, create=False)
     now = status(load_study(store, "counted"), live=0, error=None)
-    search = json.loads(searched.stdout)
     for answer in (search, row):
         assert answer["target"] == now["target"] == 6
         assert answer["completed"] == now["completed"]

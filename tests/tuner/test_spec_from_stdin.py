@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from tuner.cli import main
 
-from .specs import EXAMPLES, tiny, write
+from .specs import EXAMPLES, searched_tiny, tiny
 
 FIXED = EXAMPLES / "gpt3-175b-a100-fixed.yaml"
 
@@ -26,13 +26,9 @@ def test_evaluate_reads_the_spec_on_stdin_as_the_file_gives_it() -> None:
 
 
 def test_a_plan_written_as_a_spec_reads_back_through_stdin(tmp_path: Path) -> None:
-    storage = f"sqlite:///{tmp_path / 's.db'}"
+    storage, searched = searched_tiny(tmp_path, "piped", 4)
+    best = searched["best"][0]
     runner = CliRunner()
-    data = tiny("piped", search={"sampler": "tpe", "trials": 4, "seed": 0})
-    searched = runner.invoke(main, ["search", str(write(tmp_path, data)), "--storage",
-                                    storage, "--json"])
-    assert searched.exit_code == 0, searched.output
-    best = json.loads(searched.stdout)["best"][0]
     plan = runner.invoke(main, ["plan", "piped", "--as", "spec", "--storage", storage])
     assert plan.exit_code == 0, plan.output
     evaluated = runner.invoke(main, ["evaluate", "-", "--json"], input=plan.stdout)
