@@ -296,11 +296,17 @@ class TrainingSection(Frozen):
 def _as_list(value: Any) -> Any:
     """One name as a list of one; a number or a mapping is neither (not 'must be a list',
     the lesser half of what the field takes)."""
+    names = get_args(ObjectiveName)
     if isinstance(value, str):
+        if value not in names:  # its own line: 'objective', not 'objective[0]' of a list
+            import difflib  # on this error only: the module starts every command
+
+            close = difflib.get_close_matches(value, list(names), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"give one of {', '.join(names)} (got {value!r}){hint}")
         return [value]
     if not isinstance(value, (list, tuple)):
-        names = ", ".join(get_args(ObjectiveName))
-        raise ValueError(f"give one of {names}, or a list of two of them for a Pareto "
+        raise ValueError(f"give one of {', '.join(names)}, or a list of two of them for a Pareto "
                          f"search, e.g. [time_to_train, cost] (got {value!r})")
     return value
 

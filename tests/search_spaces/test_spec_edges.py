@@ -413,3 +413,16 @@ def test_a_cluster_field_that_cannot_act_is_refused(cluster: dict[str, Any], wor
     with pytest.raises(SpecError) as raised:
         parse_spec(data, file="s.yaml")
     assert str(raised.value) == f"s.yaml: {words}"
+
+
+@pytest.mark.parametrize(("objective", "words"), [
+    ("fast", "objective: give one of throughput, time_to_train, cost (got 'fast')"),
+    ("throughputt", "objective: give one of throughput, time_to_train, cost (got "
+                    "'throughputt'); did you mean 'throughput'?"),
+])
+def test_one_unknown_objective_is_named_as_written(objective: str, words: str) -> None:
+    """`objective: fast` was reported at 'objective[0]', an index of a list the user never
+    wrote (found by a helper); one name is named as one."""
+    with pytest.raises(SpecError) as raised:
+        parse_spec(_spec(objective=objective), file="s.yaml")
+    assert str(raised.value) == f"s.yaml: {words}"
