@@ -52,7 +52,7 @@ from studies import (
 from .auth import TOKEN_ENV
 from .progress import SERVE_ATTR, finished
 
-__all__ = ["SERVE_ATTR", "Runner"]
+__all__ = ["SERVE_ATTR", "Runner", "outside_run_it"]
 
 WATCH_S = 0.5
 """Seconds between looks at the worker processes."""
@@ -316,11 +316,10 @@ class Runner:
         recorded = [r for r in record.get("processes", []) if isinstance(r, dict)]
         outside = self.outside(study, looks=RESUME_LOOKS, known=recorded)
         if outside:
-            _LOG.warning("study %s: unfinished, not resumed: %s outside this server %s it "
-                         "(`tuner worker` or `tuner search` by hand, another server; its "
-                         "status counts them in outside_workers); POST its spec to add "
-                         "workers of this server", study.study_name,
-                         counted(outside, "live worker"), "runs" if outside == 1 else "run")
+            _LOG.warning("study %s: unfinished, not resumed: %s (`tuner worker` or `tuner "
+                         "search` by hand, another server; its status counts them in "
+                         "outside_workers); POST its spec to add workers of this server",
+                         study.study_name, outside_run_it(outside))
         return outside > 0
 
     def _restart(self, study: optuna.Study) -> None:
@@ -376,6 +375,12 @@ class Runner:
         stopped = _terminate(children, adopted)
         self._reap()
         return stopped
+
+
+def outside_run_it(count: int) -> str:
+    """'1 live worker outside this server runs it', '2 live workers ... run it'."""
+    runs = "runs" if count == 1 else "run"
+    return f"{counted(count, 'live worker')} outside this server {runs} it"
 
 
 def _terminate(children: list[_Child], adopted: list[dict[str, Any]]) -> int:

@@ -40,7 +40,7 @@ from ..views.text import to_json
 from .body import REQUEST, documents, label
 from .config import ServeConfig
 from .progress import finished, status
-from .runner import Runner
+from .runner import Runner, outside_run_it
 
 __all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
 
@@ -120,13 +120,13 @@ def _not_running(name: str, now: dict[str, Any], what: str) -> str:
 def _outside_run(count: int, verb: str) -> str:
     """`count` live workers outside this server that `verb` (run, run by) the study, and
     how to stop them, in the singular for one."""
-    workers = counted(count, "live worker")
     it, runs = ("it", "runs") if count == 1 else ("them", "run")
     stop = (f"stop {it} where {'it' if count == 1 else 'they'} {runs} (Ctrl-C or SIGTERM to "
             "`tuner worker`/`tuner search`: each puts its running trial back in the queue)")
     if verb == "run":
-        return f"{workers} outside this server {runs} it; {stop}"
-    return f"{workers} this server did not start, which it cannot stop; {stop}"
+        return f"{outside_run_it(count)}; {stop}"
+    return (f"{counted(count, 'live worker')} this server did not start, which it cannot "
+            f"stop; {stop}")
 
 
 def _unknown(storage: optuna.storages.BaseStorage, name: str) -> RequestError:
@@ -187,9 +187,8 @@ class Service:
             self.runner.launch(study, count=count,
                                deadline=None if timeout is None else time.time() + timeout)
             if outside:  # joining them is legitimate, as `tuner worker NAME` is
-                _LOG.info("study %s: %s outside this server %s it too; this server's "
-                          "workers join", spec.name, counted(outside, "live worker"),
-                          "runs" if outside == 1 else "run")
+                _LOG.info("study %s: %s too; this server's workers join", spec.name,
+                          outside_run_it(outside))
         return {"study": spec.name, "location": f"/v1/studies/{spec.name}",
                 "sampler": settings.get("sampler"),
                 "requested_sampler": settings.get("requested"),
