@@ -46,21 +46,23 @@ def _best_values(study: optuna.Study, trials: list[FrozenTrial]) -> list[float] 
 def _summary(study: optuna.Study) -> dict[str, Any]:
     trials = study.get_trials(deepcopy=False)
     attrs = study.user_attrs
+    target = target_trials(study)
+    counts = {name: sum(t.state == state for t in trials) for name, state in _STATES.items()}
     return {
         "name": study.study_name,
         "directions": _direction_names(study),
         "objectives": list(attrs.get("objectives", [])),
-        "target_trials": target_trials(study),
+        "target_trials": target,
         "trials": len(trials),
-        **{name: sum(t.state == state for t in trials) for name, state in _STATES.items()},
+        **counts,
         "best_values": _best_values(study, trials),
         "cost_model_version": attrs.get("cost_model_version"),
         # the names `tuner search --json`, `tuner worker --json` and the HTTP API's status
         # give the same counts (target_trials, complete and fail kept for the programs that
         # read them)
-        "target": target_trials(study),
-        "completed": sum(t.state == TrialState.COMPLETE for t in trials),
-        "failed": sum(t.state == TrialState.FAIL for t in trials),
+        "target": target,
+        "completed": counts["complete"],
+        "failed": counts["fail"],
     }
 
 
