@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 from optuna.storages import BaseStorage
-from optuna.trial import TrialState
 
 from studies import (
     best_payload,
     best_results,
+    complete_count,
     export_trials,
     list_studies,
     load_study,
@@ -60,10 +60,9 @@ def best(name: str, top: int, storage: str | None, as_json: bool) -> None:
     results = best_results(study, top=top)
     nearest = None if results else nearest_result(study)
     pareto = len(study.directions) > 1
-    completed = len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
     click.echo(advised(studies_view.best_text(name, results, pareto=pareto, nearest=nearest,
                                               swept=swept(study) is not None,
-                                              completed=completed)))
+                                              completed=complete_count(study))))
 
 
 @click.command()

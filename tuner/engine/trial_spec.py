@@ -15,7 +15,14 @@ from optuna.trial import TrialState
 
 from cost import PlanRecord, PlanResult
 from search_spaces import StudySpec, parse_spec
-from studies import best_results, nearest_result, result_of, stored_spec, swept
+from studies import (
+    best_results,
+    complete_count,
+    nearest_result,
+    result_of,
+    stored_spec,
+    swept,
+)
 
 from ..errors import TunerError
 
@@ -57,8 +64,7 @@ def _no_feasible(study: optuna.Study) -> str:
     nearest miss is the trial to look at (studies.nearest_result)."""
     name = study.study_name
     nearest = nearest_result(study)
-    if nearest is None and swept(study) is None and not study.get_trials(
-            deepcopy=False, states=(TrialState.COMPLETE,)):
+    if nearest is None and swept(study) is None and not complete_count(study):
         # nothing is known of the constraints yet: relaxing them would not help
         return (f"study '{name}' has no trial completed yet; run them (`tuner resume "
                 f"{shlex.quote(name)}`), then name a plan")

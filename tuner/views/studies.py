@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from cost import ClusterSummary, PlanRecord
 from search_spaces.wording import counted
-from studies import TrialResult, nearest_result, swept
+from studies import TrialResult, complete_count, nearest_result, swept
 
 if TYPE_CHECKING:
     import optuna
@@ -210,13 +210,7 @@ def no_feasible_note(study: optuna.Study) -> str:
     """no_feasible_text of a study read from its storage: its nearest miss and whether an
     exhaustive sweep saw every plan (the HTML report's notes)."""
     return no_feasible_text(study.study_name, nearest_result(study),
-                            swept=swept(study) is not None, completed=_completed(study))
-
-
-def _completed(study: optuna.Study) -> int:
-    from optuna.trial import TrialState
-
-    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
+                            swept=swept(study) is not None, completed=complete_count(study))
 
 
 def _values_text(values: Sequence[float] | None) -> str:
