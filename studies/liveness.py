@@ -8,21 +8,24 @@ or `tuner worker NAME` by hand in another process or on another machine).
   studies.recovery's rules; the worker's record, or None for a trial that names none yet.
 
 A worker takes a moment between two trials with none running: a study is looked at a few
-times (LOOKS, LOOK_EVERY_S apart) while it shows none."""
+times (LOOKS, LOOK_EVERY_S apart) while it shows none, and while its last trial finished at
+most BETWEEN_TRIALS_S ago (a worker telling one trial and asking the next on a loaded machine,
+or on a database other workers write to, takes longer than the looks: it showed as gone)."""
 
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta, timezone
+from typing import Any, cast
 
 import optuna
 import sqlalchemy
 import sqlalchemy.orm
-from optuna.storages._rdb.models import TrialHeartbeatModel
+from optuna.storages._rdb.models import TrialHeartbeatModel, TrialModel
 from optuna.trial import FrozenTrial, TrialState
 
 from .recovery import JOURNAL_STALE_S, WORKER_ATTR, _journal_stale
+from .retry import retried
 
 __all__ = ["LIVE_GRACE_S", "LOOK_EVERY_S", "live_workers"]
 
@@ -32,19 +35,58 @@ LIVE_GRACE_S = 20.0
 LOOKS = 3
 LOOK_EVERY_S = 0.1
 """Seconds between two looks at a study that shows no live worker."""
+BETWEEN_TRIALS_S = 3.0
+"""Seconds after a trial finished during which a study that shows no live worker is looked
+at again: its worker may be between two trials."""
 
 
 def live_workers(study: optuna.Study, *, grace_s: float = LIVE_GRACE_S, looks: int = LOOKS
                  ) -> list[dict[str, Any] | None]:
     """The study's live workers (the module's rules): one entry per distinct worker record
     (host, pid, start), and one None per running trial whose worker is not named; looked at
-    up to `looks` times while none shows."""
+    up to `looks` times while none shows, and on while the last trial finished at most
+    BETWEEN_TRIALS_S ago."""
+    found: list[dict[str, Any] | None] = []
     for look in range(looks):
+        if look:
+            time.sleep(LOOK_EVERY_S)
         found = _look(study, grace_s)
-        if found or look >= looks - 1:
+        if found:
             return found
+    age_s = _since_last_finished_s(study) if looks else None
+    if age_s is None:
+        return found
+    deadline = time.monotonic() + BETWEEN_TRIALS_S - min(max(age_s, 0.0), BETWEEN_TRIALS_S)
+    while not found and time.monotonic() < deadline:
         time.sleep(LOOK_EVERY_S)
-    return []
+        found = _look(study, grace_s)
+    return found
+
+
+def _since_last_finished_s(study: optuna.Study) -> float | None:
+    """Seconds since the study's last trial finished, or None when none has; an RDB storage
+    is asked for the one time (naive UTC, as Optuna's RDBStorage stores it), not all trials."""
+    storage = getattr(study._storage, "_backend", study._storage)
+    if isinstance(storage, optuna.storages.RDBStorage):
+        column = TrialModel.__table__.c.datetime_complete
+
+        def read() -> datetime | None:
+            with sqlalchemy.orm.Session(storage.engine) as session:
+                return cast("datetime | None", session.execute(
+                    sqlalchemy.select(sqlalchemy.func.max(column)).where(
+                        TrialModel.__table__.c.study_id == study._study_id)).scalar())
+        last = retried(read)
+        if last is None:
+            return None
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        return (now - last.replace(tzinfo=None)).total_seconds()
+    done = [t.datetime_complete for t in study.get_trials(deepcopy=False)
+            if t.datetime_complete is not None]
+    if not done:
+        return None
+    last = max(done)
+    now = datetime.now(last.tzinfo) if last.tzinfo is not None else datetime.now()
+    return (now - last).total_seconds()
 
 
 def _look(study: optuna.Study, grace_s: float) -> list[dict[str, Any] | None]:
@@ -71,11 +113,14 @@ def _beating(storage: optuna.storages.RDBStorage, running: list[FrozenTrial],
     """The running trials that beat within `grace_s` (the database's clock, as Optuna
     compares), or that never beat and started within `grace_s` (local time, as stored)."""
     grace = timedelta(seconds=grace_s)
-    with sqlalchemy.orm.Session(storage.engine) as session:
-        now = session.execute(sqlalchemy.func.now()).scalar()
-        beats = dict(session.execute(sqlalchemy.select(
-            TrialHeartbeatModel.trial_id, TrialHeartbeatModel.heartbeat).where(
-            TrialHeartbeatModel.trial_id.in_([t._trial_id for t in running]))).tuples().all())
+
+    def read() -> tuple[Any, dict[int, datetime]]:
+        with sqlalchemy.orm.Session(storage.engine) as session:
+            return session.execute(sqlalchemy.func.now()).scalar(), dict(session.execute(
+                sqlalchemy.select(TrialHeartbeatModel.trial_id, TrialHeartbeatModel.heartbeat)
+                .where(TrialHeartbeatModel.trial_id.in_([t._trial_id for t in running])))
+                .all())
+    now, beats = retried(read)
     if now is None:
         return []
     now = now.replace(tzinfo=None)

@@ -22,7 +22,7 @@ import optuna
 import sqlalchemy
 import sqlalchemy.event
 
-__all__ = ["RETRY_BUDGET_S", "RetryingSQLiteStorage", "is_locked_error"]
+__all__ = ["RETRY_BUDGET_S", "RetryingSQLiteStorage", "is_locked_error", "retried"]
 
 RETRY_BUDGET_S = 120.0
 """Seconds one storage call keeps retrying a locked database before the error propagates."""
@@ -31,6 +31,7 @@ _LONGEST_WAIT_S = 1.0
 _LOCKED = ("database is locked", "database table is locked", "database is busy")
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 
 def is_locked_error(err: BaseException) -> bool:
@@ -45,6 +46,20 @@ def is_locked_error(err: BaseException) -> bool:
     return False
 
 
+def retried(call: Callable[[], _T]) -> _T:
+    """`call()`, repeated while it finds the database locked, up to RETRY_BUDGET_S."""
+    deadline = time.monotonic() + RETRY_BUDGET_S
+    wait = _FIRST_WAIT_S
+    while True:
+        try:
+            return call()
+        except Exception as err:
+            if not is_locked_error(err) or time.monotonic() > deadline:
+                raise
+        time.sleep(random.uniform(0, wait))
+        wait = min(2 * wait, _LONGEST_WAIT_S)
+
+
 def _retrying(method: _F) -> _F:
     """`method`, repeated on a locked database; nested calls leave it to the outermost."""
 
@@ -52,19 +67,14 @@ def _retrying(method: _F) -> _F:
     def call(self: RetryingSQLiteStorage, *args: Any, **kwargs: Any) -> Any:
         if getattr(self._depth, "n", 0):
             return method(self, *args, **kwargs)
-        deadline = time.monotonic() + RETRY_BUDGET_S
-        wait = _FIRST_WAIT_S
-        while True:
+
+        def once() -> Any:
             self._depth.n = 1
             try:
                 return method(self, *args, **kwargs)
-            except Exception as err:
-                if not is_locked_error(err) or time.monotonic() > deadline:
-                    raise
             finally:
                 self._depth.n = 0
-            time.sleep(random.uniform(0, wait))
-            wait = min(2 * wait, _LONGEST_WAIT_S)
+        return retried(once)
 
     return call  # type: ignore[return-value]
 
