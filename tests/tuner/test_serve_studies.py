@@ -12,6 +12,8 @@ server's crashes. The semantics tested (tuner.serve.runner):
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import time
 from collections.abc import Iterator
@@ -179,9 +181,11 @@ def test_a_machine_crash_loses_no_trial(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_workers_outlive_a_killed_server_and_are_adopted(tmp_path: Path) -> None:
-    """80 trials: the worker must still run when the new server is up, which it does by some
-    60 trials (a worker runs 5-10 trials in each second a server takes to start, some 2 s);
-    150 spent 7-10 s more on trials after the adoption, which adds no check."""
+    """The worker must still run when the new server is up: it is held (SIGSTOP) from the
+    kill until the new server says it adopted it, then let go (SIGCONT). Unheld, it raced
+    the new server's start: a worker runs 5-10 trials in each second a server takes to start
+    (some 2 s, far more on a loaded machine), and one that finished the 80 first was never
+    adopted."""
     url, target = f"sqlite:///{tmp_path / 's.db'}", 80
     server = start(tmp_path, url, "--workers", "1", *HEARTBEAT)
     with server.client() as client:
@@ -190,12 +194,23 @@ def test_workers_outlive_a_killed_server_and_are_adopted(tmp_path: Path) -> None
     workers = recorded_workers(url, "orphan")
     server.stop(signal.SIGKILL)
     assert all(alive(pid) for pid in workers), "the workers died with the server"
+    for pid in workers:
+        os.kill(pid, signal.SIGSTOP)
 
     restarted = start(tmp_path, url, "--workers", "1", *HEARTBEAT)
     try:
+        deadline = time.monotonic() + 60
+        while "running worker(s) adopted" not in restarted.text():
+            assert time.monotonic() < deadline, restarted.text()
+            time.sleep(0.1)
+        for pid in workers:
+            os.kill(pid, signal.SIGCONT)
         with restarted.client() as client:
             status = wait_for(client, "orphan", state="done")
     finally:
+        for pid in workers:  # let go whatever happened: the stop below ends it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         restarted.stop()
     assert "1 running worker(s) adopted" in restarted.text()
     assert "worker process(es) started" not in restarted.text()
