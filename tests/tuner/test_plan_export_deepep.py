@@ -123,3 +123,20 @@ def test_a_study_on_a100_launches_nccl_all_to_alls(tmp_path: Path) -> None:
     assert "--moe-token-dispatcher-type alltoall" in text
     assert "# note: token dispatch: DeepEP runs inside an NVLink domain only on a100-80gb" \
         in text
+
+
+def test_experts_on_one_rank_are_not_dispatched_by_deepep() -> None:
+    """ep = etp = 1: Megatron Core's flex dispatcher asserts 'Flex token dispatcher requires
+    TPxEP > 1' (token_dispatcher.py, its tp the expert tensor-parallel group), so Megatron-LM
+    and NeMo refused the flex dispatcher the exports wrote for such a plan at start-up."""
+    lp = _on("h100-80gb", 1)
+    items = megatron.flags(lp)[0]
+    assert items[items.index("--moe-token-dispatcher-type") + 1] == "alltoall"
+    assert "--moe-enable-deepep" not in megatron.render(lp)
+    values = dict(nemo.assignments(lp)[0])
+    assert values["recipe.model.config.moe_token_dispatcher_type"] == "alltoall"
+    assert values["recipe.model.config.moe_enable_deepep"] is False
+    assert _dispatch(_on("h100-80gb", 2)) == ("flex", True, "deepep")
+    etp2 = dataclasses.replace(lp, plan=MoEPlan(tp=2, pp=1, dp=16, ep=1, etp=2, micro_batch=1,
+                                                sequence_parallel=True))
+    assert "--moe-enable-deepep" in megatron.render(etp2)

@@ -6,6 +6,7 @@ uneven in the middle) and says which nodes hold which stages; what a framework c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from pathlib import Path
@@ -164,3 +165,37 @@ def test_unnamed_pools_give_each_pool_its_own_nodes(tmp_path: Path) -> None:
     assert "trial 0: 2 x 8 h100-80gb" in text
     assert "torchrun --nnodes 2 --nproc-per-node 8" in text
     assert "# data parallel" in text and "follows from 16 GPUs" in text
+
+
+def _torchtitan_stages(layers: int, per_stage: int, first_less: int, last_less: int
+                       ) -> list[int]:
+    """The transformer layers torchtitan v0.2.2 gives each stage of a 1F1B pipeline
+    (pipeline_llm: ceil(effective / layers_per_stage) stages; generate_llm_fqn_per_model_part:
+    effective // stages each, the first and last less their weights, refused past them)."""
+    effective = layers + first_less + last_less
+    stages = -(-effective // per_stage)
+    each = effective // stages
+    assert first_less <= each and last_less <= each and effective % stages == 0
+    return [each - first_less, *[each] * (stages - 2), each - last_less]
+
+
+@pytest.mark.parametrize("split", [[12, 68], [68, 12], [40, 40]])
+def test_two_stages_across_pools_state_their_split_in_torchtitan(split: list[int]) -> None:
+    """Two stages, the slower pool's first with fewer layers ([12, 68]): torchtitan was given
+    no split and a note that its first and last stage 'may only take fewer layers than the
+    others', though 68 a stage with the first 56 less states it."""
+    from cost import PlanRecord
+    from tuner.export import torchtitan
+
+    from .test_plan_export import _launch
+
+    tomllib = pytest.importorskip("tomllib")
+    lp = dataclasses.replace(_launch(PlanRecord(tp=8, pp=2, dp=2, micro_batch=1,
+                                                sequence_parallel=True)),
+                             stage_split=split)
+    text = torchtitan.render(lp)
+    par = tomllib.loads(text)["parallelism"]
+    assert _torchtitan_stages(80, par["pipeline_parallel_layers_per_stage"],
+                              par["pipeline_parallel_first_stage_less_layers"],
+                              par["pipeline_parallel_last_stage_less_layers"]) == split
+    assert "layers per stage" not in text

@@ -71,8 +71,12 @@ class LaunchPlan:
     @property
     def deepep(self) -> bool:
         """Whether the launch dispatches through DeepEP (the flex dispatcher): the stack
-        assumed it and it runs on this GPU for this plan."""
-        return self.ep_dedup and self.deepep_blocked is None
+        assumed it, it runs on this GPU for this plan, and the tokens leave the rank: Megatron
+        Core's flex dispatcher asserts etp x ep > 1 ('Flex token dispatcher requires TPxEP >
+        1', core_v0.15.0 megatron/core/transformer/moe/token_dispatcher.py, its tp the expert
+        tensor-parallel group), so ep = etp = 1 dispatches with the all-to-all, a no-op there."""
+        ranks = int(getattr(self.plan, "ep", 1)) * int(getattr(self.plan, "etp", 1))
+        return self.ep_dedup and self.deepep_blocked is None and ranks > 1
 
     @property
     def core_fp8_recipe(self) -> str:

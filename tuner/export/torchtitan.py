@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from .launch import LaunchPlan, deepep_notes
-from .pools import end_split, pool_notes
+from .pools import EndSplit, end_split, pool_notes
 
 __all__ = ["DEGREE_KEYS", "layers_per_stage", "render", "sections"]
 
@@ -110,9 +110,13 @@ def layers_per_stage(effective_layers: int, stages: int) -> int | None:
 
 def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
     """A pipeline across pools: the middle stages' layers, the first and last stage fewer
-    (torchtitan states no more; a split it cannot state is noted by tuner.export.pools)."""
+    (torchtitan states no more; a split it cannot state is noted by tuner.export.pools). Of
+    two stages, the fuller one sets the per-stage count and the other is fewer: [12, 68] is
+    68 a stage, the first 56 less."""
     split = lp.stage_split or []
     ends = end_split(split)
+    if len(split) == 2:  # both stages are ends: the fuller one is the per-stage count
+        ends = EndSplit(first=split[0], middle=max(split), last=split[1])
     out: dict[str, Any] = {"pipeline_parallel_schedule": "1F1B",
                            "pipeline_parallel_microbatch_size": lp.plan.micro_batch}
     if ends is None:
