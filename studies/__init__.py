@@ -51,6 +51,7 @@ from .recovery import (
     waiting_retries,
     worker_identity,
 )
+from .retry import one_transaction
 from .settings import (
     SEARCH_ATTR,
     SWEPT_ATTR,
@@ -121,6 +122,7 @@ __all__ = [
     "name_metrics",
     "nearest_name",
     "nearest_result",
+    "one_transaction",
     "open_storage",
     "problem",
     "problem_differences",

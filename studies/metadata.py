@@ -28,6 +28,7 @@ from .identity import (
     without_profile_name,
 )
 from .metrics import name_metrics
+from .retry import one_transaction
 from .storage import redact_url
 
 __all__ = [
@@ -171,9 +172,10 @@ def create_or_continue(
         if target_trials is not None:
             set_target_trials(study, target_trials)
         return study
-    for key, value in _initial_attrs(spec, spec_text, target_trials or 0).items():
-        study.set_user_attr(key, value)
-    name_metrics(study)
+    with one_transaction(study):  # one wait for the disk, not one per attribute
+        for key, value in _initial_attrs(spec, spec_text, target_trials or 0).items():
+            study.set_user_attr(key, value)
+        name_metrics(study)
     return study
 
 

@@ -15,6 +15,7 @@ from studies import (
     EQUIVALENT_ATTR,
     RESULT_ATTR,
     complete_count,
+    one_transaction,
     set_target_trials,
     store_swept,
 )
@@ -36,7 +37,13 @@ def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> int
     """Add the sweep's best plans to the study as finished trials, leaving out those an
     earlier sweep already stored; mark the problem as swept and make the trial target the
     trials the study holds (so that `tuner resume` and workers have nothing left to run).
-    Returns the trials added."""
+    All in one transaction (studies.one_transaction): stored whole or not at all, with one
+    wait for the disk. Returns the trials added."""
+    with one_transaction(study):
+        return _write(study, space, summary)
+
+
+def _write(study: optuna.Study, space: Space, summary: SweepSummary) -> int:
     distributions = {k: CategoricalDistribution([label(v) for v in space.choices[k]])
                      for k in space.searched}
     stored = {_key(t.params) for t in study.get_trials(deepcopy=False)
