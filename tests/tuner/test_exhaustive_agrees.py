@@ -151,3 +151,30 @@ def test_an_exhaustive_search_stores_its_study_in_few_commits(tmp_path: Any) -> 
     assert len(study.trials) == len(best) >= 1
     assert target_trials(study) == len(best) and swept(study) is not None
     assert len(written) <= 4, written  # the study, its attributes, settings, the sweep
+
+
+def test_exhaustive_searches_started_at_once_store_the_sweep_once(tmp_path: Any) -> None:
+    """Three `tuner search` processes on one new study and SQLite file: each sweeps, and each
+    reads what is stored and writes what is missing inside one transaction that takes the
+    write lock first, so the later ones find the first's plans and add none (before, each
+    read before any had written and the study held its best plans two or three times)."""
+    import subprocess
+    import sys
+
+    from studies import open_storage
+
+    from .specs import write
+
+    path = write(tmp_path, SMALL_GPT3)
+    url = f"sqlite:///{tmp_path / 'at-once.db'}"
+    command = [sys.executable, "-m", "tuner", "search", str(path), "--sampler", "exhaustive",
+               "--storage", url, "--json"]
+    runs = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True) for _ in range(3)]
+    for run in runs:
+        _, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+    storage = open_storage(url, heartbeat_interval_s=None)
+    study = optuna.load_study(study_name="small-gpt3", storage=storage)
+    keys = [tuple(sorted(t.params.items())) for t in study.trials]
+    assert len(keys) == len(set(keys)) == len(sweep(space(SMALL_GPT3)).best)
