@@ -33,7 +33,7 @@ from .flops import (
 )
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .precision import element_bytes
-from .transformer import ModelSpec, transformer_rules
+from .transformer import ModelSpec, transformer_rules, width_rules
 from .workload import Footprint, Rule, StageCost
 
 if TYPE_CHECKING:
@@ -176,11 +176,17 @@ def moe_rules(model: MoEModelSpec) -> tuple[Rule, ...]:
     --pipeline-model-parallel-layout: every chunk holds a layer, the embedding or the loss,
     as Qwen3-235B's 94 layers run on 32 x 3 chunks); ep divides the experts; the
     expert layout folds into the attention layout (ep·etp divides tp·cp·dp, Megatron-Core's
-    parallel folding); etp divides the expert width; tp > 1 with sequence parallelism
+    parallel folding); etp divides the expert width, tp the dense layers' and the shared
+    experts' (cost.transformer.width_rules); tp > 1 with sequence parallelism
     (Megatron-LM refuses expert with tensor parallelism without it)."""
     from .validity import passing_values
 
-    kept = tuple(r for r in transformer_rules(model) if r.name != "layers")
+    kept = tuple(r for r in transformer_rules(model) if r.name not in ("layers", "tp_width"))
+    widths: dict[str, int] = {}  # what tp splits: dense layers' MLPs, shared experts
+    if moe_layer_count(model) < model.layers:
+        widths["ffn_hidden"] = model.ffn_hidden
+    if model.shared_experts:
+        widths["shared_experts x expert_ffn_hidden"] = model.shared_ffn_hidden
 
     def chunks(d: Degrees) -> Array:
         return d.pp * d.vs > model.layers + 2
@@ -197,7 +203,8 @@ def moe_rules(model: MoEModelSpec) -> tuple[Rule, ...]:
     def sequence(d: Degrees) -> Array:
         return (d.tp > 1) & (d.sp < 1)
 
-    return (*kept,
+    heads = next(r.broken for r in kept if r.name == "tp_heads")
+    return (*kept, *width_rules(widths, heads),
             Rule("layers", ("pp", "virtual_stages"), chunks,
                  lambda d: f"pp·virtual_stages = {_one(d.pp * d.vs):g} is more than "
                            f"layers + 2 = {model.layers + 2}: every pipeline chunk needs a layer "

@@ -8,6 +8,7 @@ parallelism divides the sequence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -167,8 +168,8 @@ def _divides(d: Value, n: Value) -> Array:
 
 
 def transformer_rules(model: ModelSpec) -> tuple[Rule, ...]:
-    """tp divides the heads (query and key/value), pp·virtual_stages the layers or the layers
-    plus two, cp the sequence."""
+    """tp divides the heads (query and key/value) and the MLP's width, pp·virtual_stages the
+    layers or the layers plus two, 2·cp the sequence (context_rules)."""
     from .validity import passing_values
 
     def heads(d: Degrees) -> Array:
@@ -177,9 +178,6 @@ def transformer_rules(model: ModelSpec) -> tuple[Rule, ...]:
     def layers(d: Degrees) -> Array:
         split = embedding_and_loss_split(model.layers, d.pp, d.vs)
         return ~(_divides(d.pp * d.vs, model.layers) | (split > 0))
-
-    def seq(d: Degrees) -> Array:
-        return ~_divides(d.cp, model.seq_len)
 
     def heads_text(d: Degrees) -> str:
         return (f"tp={_one(d.tp):g} does not divide heads={model.heads} and "
@@ -192,12 +190,63 @@ def transformer_rules(model: ModelSpec) -> tuple[Rule, ...]:
                 f"layers); choose pp from "
                 f"{passing_values(layers, d, 'pp', range(1, model.layers + 3), vs=1.0)}")
 
-    def seq_text(d: Degrees) -> str:
-        return f"cp={_one(d.cp):g} does not divide seq_len={model.seq_len}; choose a divisor"
-
     return (Rule("tp_heads", ("tp",), heads, heads_text),
             Rule("layers", ("pp", "virtual_stages"), layers, layers_text),
-            Rule("cp_seq", ("cp",), seq, seq_text))
+            *width_rules({"ffn_hidden": model.ffn_hidden}, heads),
+            *context_rules(model.seq_len))
+
+
+def width_rules(widths: dict[str, int], heads: Callable[[Degrees], Array]) -> tuple[Rule, ...]:
+    """tp divides each MLP width it splits (named as the spec names it): Megatron-Core's
+    column- and row-parallel linear layers divide their sharded dimension by tp and refuse a
+    remainder (megatron/core/utils.py divide, 'is not divisible by'), so an ffn_hidden of
+    16380 cannot run at tp 8. The values a message offers pass `heads` (the rule on the
+    heads) too."""
+    from .validity import passing_values
+
+    def broken(d: Degrees) -> Array:
+        return ~np.logical_and.reduce([_divides(d.tp, w) for w in widths.values()])
+
+    def text(d: Degrees) -> str:
+        tp = _one(d.tp)
+        names = " and ".join(f"{name}={width}" for name, width in widths.items()
+                             if width % tp)
+        return (f"tp={tp:g} does not divide {names} (the MLP's tensor-parallel "
+                "shards); choose tp from "
+                f"{passing_values(lambda t: broken(t) | heads(t), d, 'tp', range(1, 129))}")
+
+    if not widths:
+        return ()
+    return (Rule("tp_width", ("tp",), broken, text),)
+
+
+def context_rules(seq_len: int) -> tuple[Rule, ...]:
+    """Context parallelism cuts the sequence into 2·cp chunks (each rank a chunk from each
+    end, balancing causal attention: Megatron-Core's get_batch_on_this_cp_rank views the
+    sequence as 2·cp equal chunks; torchtitan's load balancer likewise), and sequence
+    parallelism splits each rank's seq_len / cp tokens over the tp ranks (Megatron-Core's
+    scatter_to_sequence_parallel_region: 'First dimension of the tensor should be divisible by
+    tensor parallel size')."""
+    from .validity import passing_values
+
+    def chunks(d: Degrees) -> Array:
+        return (d.cp > 1) & ~_divides(2.0 * d.cp, seq_len)
+
+    def split(d: Degrees) -> Array:
+        return (d.sp > 0) & ~_divides(d.tp * d.cp, seq_len)
+
+    def chunks_text(d: Degrees) -> str:
+        return (f"cp={_one(d.cp):g} cuts seq_len={seq_len} into 2·cp = {2 * _one(d.cp):g} "
+                "chunks (causal load balancing), which must divide it; choose cp from "
+                f"{passing_values(chunks, d, 'cp', range(1, 65))}")
+
+    def split_text(d: Degrees) -> str:
+        return (f"sequence parallelism splits each rank's seq_len / cp = {seq_len} / "
+                f"{_one(d.cp):g} tokens over tp={_one(d.tp):g} ranks, which must divide "
+                "them; choose tp·cp dividing seq_len, or sequence_parallel: false")
+
+    return (Rule("cp_seq", ("cp",), chunks, chunks_text),
+            Rule("sp_seq", ("tp", "cp", "sequence_parallel"), split, split_text))
 
 
 def _one(value: Array) -> float:

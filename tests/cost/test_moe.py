@@ -18,11 +18,12 @@ from cost import (
     TrainingSpec,
     check_plan,
     evaluate,
+    plan_violations,
 )
 from cost.degrees import degrees
 from cost.efficiency import DEFAULT_EFFICIENCY
 from cost.moe_time import dispatch_bytes
-from tests.factories import a100, small_model
+from tests.factories import a100, run, small_model
 
 TOKENS = 1000.0
 
@@ -348,3 +349,16 @@ def test_offloaded_expert_tensors_leave_all_but_the_layer_in_transit() -> None:
     assert none - activations("expert_fc1") == pytest.approx(7 * 1024 * 2048)
     assert none - activations("expert_fc1", "moe_act") == pytest.approx(7 * 1024 * 4096)
     assert activations("moe_act", recompute=2) == activations(recompute=2)
+
+
+def test_tp_must_divide_the_widths_it_splits_in_a_mixture_of_experts() -> None:
+    """tp splits the dense layers' MLP and the shared experts (Megatron-Core's
+    SharedExpertMLP is a tensor-parallel MLP); etp the routed experts. A dense width with no
+    dense layer is not read."""
+    plan = Plan(tp=4, pp=1, ep=4, sequence_parallel=True)
+    shared = moe(shared_experts=3, expert_ffn_hidden=510)  # 1530 over tp 4
+    (msg,) = [m for m in plan_violations(shared, cluster(), run(64), plan) if "shared" in m]
+    assert "shared_experts x expert_ffn_hidden=1530" in msg and "[1, 2]" in msg
+    dense = moe(dense_layers=1, ffn_hidden=4098)
+    assert any("ffn_hidden=4098" in m for m in plan_violations(dense, cluster(), run(64), plan))
+    assert plan_violations(moe(ffn_hidden=4098), cluster(), run(64), plan) == []

@@ -105,3 +105,32 @@ def test_the_split_leaves_every_stage_a_transformer_layer() -> None:
     and the loss: refused."""
     assert any("layers=96" in m for m in plan_violations(gpt(), cluster(98, gpus_per_node=1),
                                                          run(98), Plan(tp=1, pp=98, dp=1)))
+
+
+def test_tp_must_divide_the_mlp_width() -> None:
+    """Megatron-Core's parallel linear layers refuse a width tp leaves a remainder of (an
+    ffn_hidden of 16380 at tp 8: 2047.5 columns a rank)."""
+    model = gpt(ffn_hidden=16380)
+    (msg,) = [m for m in plan_violations(model, cluster(8), run(64), Plan(tp=8, pp=8))
+              if "ffn_hidden" in m]
+    assert "tp=8 does not divide ffn_hidden=16380" in msg and "[1, 2, 3, 4, 6, 12]" in msg
+    assert plan_violations(model, cluster(8), run(64), Plan(tp=4, pp=16)) == []
+
+
+def test_context_parallelism_cuts_the_sequence_into_2_cp_chunks() -> None:
+    """cp=2 on 2050 tokens: 4 causal load-balancing chunks of 512.5 tokens."""
+    model = gpt(seq_len=2050)
+    msgs = plan_violations(model, cluster(8), run(64), Plan(tp=8, pp=4, cp=2))
+    assert any("2·cp = 4 chunks" in m and "seq_len=2050" in m for m in msgs)
+    assert plan_violations(model, cluster(8), run(64), Plan(tp=2, pp=32, cp=1,
+                                                           sequence_parallel=True)) == []
+
+
+def test_sequence_parallelism_splits_each_ranks_tokens_over_tp() -> None:
+    """2052 tokens at cp 1 split over tp 8: 256.5 a rank; without sequence parallelism every
+    rank holds them all."""
+    model = gpt(seq_len=2052)
+    plan = dict(tp=8, pp=8, cp=1)
+    msgs = plan_violations(model, cluster(8), run(64), Plan(**plan, sequence_parallel=True))
+    assert any("sequence parallelism" in m and "tp=8" in m for m in msgs)
+    assert plan_violations(model, cluster(8), run(64), Plan(**plan)) == []
