@@ -80,6 +80,14 @@ class GPUSection(Frozen):
 
     @model_validator(mode="after")
     def _complete(self) -> "GPUSection":
+        if self.name != self.base and self.name in gpu_catalog():
+            # by name a calibration profile's fraction and the catalog's efficiency would
+            # apply to it, and every listing would show the catalog GPU's name
+            fix = (f"give it a name of its own, or leave name out (it is then {self.base})"
+                   if self.base is not None else f"to change some of that GPU's figures "
+                   f"write base: {self.name} instead of name, else give your GPU a name of "
+                   "its own")
+            raise SpecError(f"name {self.name!r} is a catalog GPU's; {fix}", field="name")
         if self.base is not None:
             if self.base not in gpu_catalog():
                 raise SpecError(unknown_name_message("GPU", self.base, gpu_catalog()),

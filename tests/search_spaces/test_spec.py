@@ -123,6 +123,22 @@ def test_custom_gpu_with_a_single_peak() -> None:
     assert cluster.gpu.hbm_capacity_bytes == 96 * 2**30
 
 
+@pytest.mark.parametrize(("gpu", "says"), [
+    ({"name": "h100-80gb", "peak_flops": "1200 TFLOP/s", "hbm_capacity": "144 GiB",
+      "hbm_bandwidth": "5 TB/s"}, "write base: h100-80gb instead of name"),
+    ({"base": "h100-80gb", "name": "h200"}, "leave name out (it is then h100-80gb)"),
+])
+def test_a_gpu_of_your_own_may_not_take_a_catalog_gpus_name(gpu: Any, says: str) -> None:
+    """By name a calibration profile's GEMM fraction for the catalog GPU applied to a
+    1200 TFLOP/s GPU of the user's, and listings showed it as the H100."""
+    with pytest.raises(SpecError) as err:
+        parse_spec(_section("cluster", gpu=gpu))
+    assert err.value.field.endswith("name") and "is a catalog GPU's" in err.value.message
+    assert says in err.value.message
+    same = parse_spec(_section("cluster", gpu={"base": "h100-80gb", "name": "h100-80gb"}))
+    assert same.to_cost_inputs()[1].gpu.name == "h100-80gb"
+
+
 @pytest.mark.parametrize("peak", ["2 PFLOP/s", {"fp8": "2 PFLOP/s"}])
 def test_a_custom_gpus_fp8_peak_implies_its_bf16_one(peak: Any) -> None:
     """fp8 training runs attention and the output layer in bf16: a custom GPU given only its
