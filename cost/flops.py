@@ -22,26 +22,55 @@ __all__ = [
     "attention_flops_per_token",
     "attention_gemms",
     "attention_parameters",
+    "has_linear_bias",
     "layer_gemms",
     "layer_parameters",
     "matmul_parameters",
     "mlp_gemms",
     "mlp_parameters",
     "model_flops_per_token",
+    "norm_parameters",
+    "normalization",
     "parameter_count",
     "vocabulary_parameters",
 ]
 
 
+def has_linear_bias(model: ModelSpec) -> bool:
+    """Whether the dense linear layers add a bias: as the model says, else by its family (a
+    gated, SwiGLU-style MLP goes with none: Llama, Mistral, Qwen, DeepSeek; the GPT-2/3
+    layout, Megatron-LM's default add_bias_linear, with one)."""
+    return (not model.gated_mlp) if model.linear_bias is None else model.linear_bias
+
+
+def norm_parameters(model: ModelSpec, width: int | None = None) -> int:
+    """One normalization's parameters over `width` (default the hidden size): LayerNorm's
+    weight and bias, RMSNorm's weight only (Zhang and Sennrich 2019); a model that does not
+    say has its family's (RMSNorm with a gated MLP, else LayerNorm)."""
+    w = model.hidden if width is None else width
+    return w * (1 if normalization(model) == "rmsnorm" else 2)
+
+
+def normalization(model: ModelSpec) -> str:
+    """The model's normalization, else its family's: RMSNorm with a gated MLP (Llama), else
+    LayerNorm (GPT-2/3, Megatron-LM's default)."""
+    return model.normalization or ("rmsnorm" if model.gated_mlp else "layernorm")
+
+
 def attention_parameters(model: ModelSpec) -> int:
-    """Weights and biases of one layer's attention. GQA: QKV (with its bias) and the output
-    projection (with its bias). MLA (DeepSeek-V3, no biases): the query and key/value down
-    projections, their latent norms, the up projections and the output projection."""
+    """Weights and biases of one layer's attention. GQA: QKV and the output projection, each
+    with its bias where the model's linear layers have one, and with qk_norm the query's and
+    the key's norm over one head (shared by the heads: Qwen3, Megatron-Core's
+    qk_layernorm). MLA (DeepSeek-V3, no biases): the
+    query and key/value down projections, their latent norms, the up projections and the
+    output projection."""
     a = attention_shape(model)
     h = model.hidden
     if model.attention is None:
         qkv = a.q_width + a.k_width + a.v_width
-        return h * qkv + qkv + a.out_width * h + h
+        bias = (qkv + h) if has_linear_bias(model) else 0
+        qk_norms = 2 * norm_parameters(model, a.qk_head_dim) if model.qk_norm else 0
+        return h * qkv + a.out_width * h + bias + qk_norms
     mla = model.attention
     down = h * mla.q_lora_rank + h * (mla.kv_lora_rank + mla.qk_rope_head_dim)
     up = (mla.q_lora_rank * a.q_width
@@ -49,18 +78,19 @@ def attention_parameters(model: ModelSpec) -> int:
     return down + mla.q_lora_rank + mla.kv_lora_rank + up + a.out_width * h
 
 
-def mlp_parameters(hidden: int, ffn_hidden: int, gated: bool) -> int:
-    """Weights and biases of one MLP (or one expert) of width `ffn_hidden`: the first matrix
-    (two for a gated, SwiGLU-style MLP) and the second, each with its bias."""
+def mlp_parameters(hidden: int, ffn_hidden: int, gated: bool, bias: bool) -> int:
+    """Weights (and biases, with `bias`) of one MLP (or one expert) of width `ffn_hidden`:
+    the first matrix (two for a gated, SwiGLU-style MLP) and the second."""
     width = ffn_hidden * (2 if gated else 1)
-    return hidden * width + width + ffn_hidden * hidden + hidden
+    return hidden * width + ffn_hidden * hidden + ((width + hidden) if bias else 0)
 
 
 def layer_parameters(model: ModelSpec) -> int:
-    """Weights and biases of one layer: attention, MLP, two norms (weight and bias)."""
+    """Weights and biases of one layer: attention, MLP, two norms."""
     return (attention_parameters(model)
-            + mlp_parameters(model.hidden, model.ffn_hidden, model.gated_mlp)
-            + 4 * model.hidden)
+            + mlp_parameters(model.hidden, model.ffn_hidden, model.gated_mlp,
+                             has_linear_bias(model))
+            + 2 * norm_parameters(model))
 
 
 def parameter_count(model: ModelSpec) -> int:
@@ -71,7 +101,7 @@ def parameter_count(model: ModelSpec) -> int:
 def vocabulary_parameters(model: ModelSpec) -> int:
     """The input embedding, the output layer unless tied, and the final norm."""
     embeddings = model.vocab * model.hidden * (1 if model.tied_embeddings else 2)
-    return embeddings + 2 * model.hidden
+    return embeddings + norm_parameters(model)
 
 
 def matmul_parameters(model: ModelSpec) -> int:

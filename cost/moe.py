@@ -26,12 +26,11 @@ from .degrees import Degrees
 from .efficiency import Efficiency
 from .flops import (
     attention_flops_per_token,
-    attention_parameters,
     layer_parameters,
-    mlp_parameters,
     vocabulary_parameters,
 )
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
+from .moe_memory import moe_dense_parameters, routed_expert_parameters, router_parameters
 from .precision import element_bytes
 from .transformer import ModelSpec, transformer_rules, width_rules
 from .workload import Footprint, Rule, StageCost
@@ -149,18 +148,12 @@ def moe_layer_count(model: MoEModelSpec) -> int:
     return sum(moe_layers(model))
 
 
-def router_parameters(model: MoEModelSpec) -> int:
-    """The router's experts x hidden matrix (none for a single expert)."""
-    return model.experts * model.hidden if model.routes else 0
-
-
 def moe_layer_parameters(model: MoEModelSpec, *, experts: int) -> int:
-    """One MoE layer holding `experts` routed experts: attention, two norms, the router, the
-    routed and the shared experts (each an MLP of expert_ffn_hidden,
-    cost.flops.mlp_parameters)."""
-    expert = mlp_parameters(model.hidden, model.expert_ffn_hidden, model.gated_mlp)
-    return (attention_parameters(model) + 4 * model.hidden + router_parameters(model)
-            + (experts + model.shared_experts) * expert)
+    """One MoE layer holding `experts` routed experts: attention, two norms and the shared
+    experts (moe_memory.moe_dense_parameters), the router, and the routed experts (each an
+    MLP of expert_ffn_hidden, moe_memory.routed_expert_parameters)."""
+    return (moe_dense_parameters(model) + router_parameters(model)
+            + experts * routed_expert_parameters(model))
 
 
 def _divides(d: Value, n: Value) -> Array:

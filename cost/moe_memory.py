@@ -19,7 +19,13 @@ import numpy as np
 from .attention import attention_shape
 from .degrees import Degrees
 from .efficiency import Efficiency
-from .flops import attention_parameters, layer_parameters, mlp_parameters
+from .flops import (
+    attention_parameters,
+    has_linear_bias,
+    layer_parameters,
+    mlp_parameters,
+    norm_parameters,
+)
 from .inputs import Array, TrainingSpec
 from .moe_layout import moe_stage_shape, stage_mix
 from .precision import activation_bytes, gemm_input_bytes, state_bytes
@@ -37,15 +43,36 @@ from .workload import Footprint, ParamGroup
 if TYPE_CHECKING:
     from .moe import MoEModelSpec
 
-__all__ = ["expert_parameters_per_gpu", "footprint", "offloaded_routed_bytes",
-           "routed_activation_bytes", "selective_savings_bytes"]
+__all__ = ["expert_parameters_per_gpu", "footprint", "moe_dense_parameters",
+           "offloaded_routed_bytes", "routed_activation_bytes", "routed_expert_parameters",
+           "router_parameters", "selective_savings_bytes"]
+
+
+def router_parameters(model: MoEModelSpec) -> int:
+    """The router's experts x hidden matrix (none for a single expert)."""
+    return model.experts * model.hidden if model.routes else 0
+
+
+def routed_expert_parameters(model: MoEModelSpec) -> int:
+    """One routed expert: an MLP of expert_ffn_hidden, with biases where the model's experts
+    have them (expert_bias: GPT-OSS)."""
+    return mlp_parameters(model.hidden, model.expert_ffn_hidden, model.gated_mlp,
+                          model.expert_bias)
+
+
+def moe_dense_parameters(model: MoEModelSpec) -> int:
+    """What an MoE layer holds besides its routed experts and router: attention, two norms
+    and the shared experts (MLPs of expert_ffn_hidden whose biases follow the model's dense
+    linear layers, as Megatron-Core's SharedExpertMLP follows add_bias_linear)."""
+    shared = mlp_parameters(model.hidden, model.expert_ffn_hidden, model.gated_mlp,
+                            has_linear_bias(model))
+    return attention_parameters(model) + 2 * norm_parameters(model) + model.shared_experts * shared
 
 
 def expert_parameters_per_gpu(model: MoEModelSpec, d: Degrees, moe_layers: Array) -> Array:
     """Routed-expert parameters one GPU holds: experts/ep experts of each of its MoE layers,
     each split etp ways."""
-    expert = mlp_parameters(model.hidden, model.expert_ffn_hidden, model.gated_mlp)
-    return moe_layers * (model.experts / d.ep) * expert / d.etp
+    return moe_layers * (model.experts / d.ep) * routed_expert_parameters(model) / d.etp
 
 
 def _dense_parameters_per_gpu(model: MoEModelSpec, d: Degrees, shape: StageShape,
@@ -53,12 +80,8 @@ def _dense_parameters_per_gpu(model: MoEModelSpec, d: Degrees, shape: StageShape
     """The rest: the vocabulary matrices of the end stages (cost.transformer_memory), the
     dense layers, and per MoE layer attention, norms and shared experts split tp ways and the
     router (experts x hidden) whole on every tensor-parallel rank."""
-    from .moe import router_parameters
-
     vocabulary = stage_parameters(model, d, replace(shape, layers_per_stage=np.zeros(d.shape)))
-    shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
-                                                   model.gated_mlp)
-    moe_dense = attention_parameters(model) + 4 * model.hidden + shared
+    moe_dense = moe_dense_parameters(model)
     return (vocabulary + (dense_layers * layer_parameters(model) + moe_layers * moe_dense) / d.tp
             + moe_layers * router_parameters(model))
 
@@ -165,10 +188,8 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
     experts = expert_parameters_per_gpu(model, d, n_moe)
-    shared = model.shared_experts * mlp_parameters(model.hidden, model.expert_ffn_hidden,
-                                                   model.gated_mlp)
     one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
-                 + (attention_parameters(model) + 4 * model.hidden + shared) / d.tp)
+                 + moe_dense_parameters(model) / d.tp)
     return Footprint(
         groups=(ParamGroup(params=_dense_parameters_per_gpu(model, d, shape, n_moe, n_dense),
                            replicas=d.dp * d.cp, stride=d.tp),

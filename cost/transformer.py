@@ -18,7 +18,7 @@ from . import transformer_memory, transformer_time
 from .codec import PLAN_KNOBS
 from .degrees import Degrees
 from .efficiency import Efficiency
-from .flops import model_flops_per_token, parameter_count
+from .flops import has_linear_bias, model_flops_per_token, normalization, parameter_count
 from .inputs import Array, ClusterSpec, TrainingSpec, Value
 from .numerics import is_zero
 from .precision import element_bytes
@@ -136,9 +136,9 @@ def architecture_defaults(model: ModelSpec) -> dict[str, object]:
     llama = model.gated_mlp
     out: dict[str, object] = {}
     if not model.normalization:
-        out["normalization"] = "rmsnorm" if llama else "layernorm"
+        out["normalization"] = normalization(model)
     if model.linear_bias is None:
-        out["linear_bias"] = not llama
+        out["linear_bias"] = has_linear_bias(model)
     position = model.position_embedding or ("rope" if llama or model.attention else "learned")
     out["position_embedding"] = position
     if position != "rope":

@@ -11,11 +11,40 @@ def test_layer_parameters_by_hand() -> None:
 
 
 def test_gqa_and_gated_mlp_change_the_layer() -> None:
+    """A gated MLP's family (Llama) has no biases and RMSNorm (a weight, no bias); told
+    otherwise, the layer has both."""
     h, kv, f = 256, 64, 512
     m = small_model(kv_heads=2, ffn_hidden=f, gated_mlp=True)
-    attention = h * (h + 2 * kv) + (h + 2 * kv) + h * h + h
-    mlp = 2 * h * f + 2 * f + f * h + h
-    assert layer_parameters(m) == attention + mlp + 4 * h
+    attention = h * (h + 2 * kv) + h * h
+    mlp = 2 * h * f + f * h
+    assert layer_parameters(m) == attention + mlp + 2 * h
+    biased = small_model(kv_heads=2, ffn_hidden=f, gated_mlp=True, linear_bias=True,
+                         normalization="layernorm")
+    assert layer_parameters(biased) == attention + (h + 2 * kv) + h + mlp + 2 * f + h + 4 * h
+
+
+def test_qk_norm_adds_a_query_and_a_key_norm_over_one_head() -> None:
+    plain = small_model(gated_mlp=True)
+    assert layer_parameters(small_model(gated_mlp=True, qk_norm=True)) == (
+        layer_parameters(plain) + 2 * 256 // 8)
+
+
+@pytest.mark.parametrize(("name", "published"), [
+    ("llama2-7b", 6_738_415_616),  # meta-llama/Llama-2-7b-hf, safetensors total
+    ("llama3-8b", 8_030_261_248),  # meta-llama/Meta-Llama-3-8B
+    ("llama3-70b", 70_553_706_496),  # meta-llama/Meta-Llama-3-70B
+    ("llama3-405b", 405_853_388_800),  # meta-llama/Llama-3.1-405B
+    ("mixtral-8x7b", 46_702_792_704),  # mistralai/Mixtral-8x7B-v0.1
+    ("qwen3-30b-a3b", 30_532_122_624),  # Qwen/Qwen3-30B-A3B
+])
+def test_catalog_models_have_their_published_parameter_counts(name: str,
+                                                              published: int) -> None:
+    """The count every memory and FLOP figure starts from, against the totals the models'
+    checkpoints publish (Hugging Face safetensors metadata): no bias where the model has
+    none, RMSNorm's weight alone, QK-norm, the router."""
+    from search_spaces.catalog import model_catalog
+
+    assert model_catalog()[name].parameters() == published
 
 
 def test_gpt3_175b_has_175b_parameters() -> None:

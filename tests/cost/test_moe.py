@@ -293,7 +293,7 @@ def test_model_flops_count_active_parameters() -> None:
     model = moe(experts=64, top_k=4)
     wide = replace(model, top_k=8)
     training = TrainingSpec(global_batch=1)
-    expert = 3 * 1024 * 512 + 2 * 512 + 1024  # weights and biases of one gated expert
+    expert = 3 * 1024 * 512  # weights of one gated expert (no expert_bias)
     per_token = (wide.model_flops_per_step(training)
                  - model.model_flops_per_step(training)) / model.seq_len
     assert per_token == pytest.approx(6 * 4 * expert * model.layers)

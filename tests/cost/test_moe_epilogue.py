@@ -94,12 +94,15 @@ def _step(model: object, epilogue: str) -> float:
 
 
 def test_the_eager_epilogue_lengthens_the_step_and_the_fused_one_does_not() -> None:
-    """GPT-OSS-20B on 8 H100s: the fused stack runs as the model without biases or clamp;
-    Megatron-Core's eager work makes the step longer."""
+    """GPT-OSS-20B on 8 H100s: the fused stack runs as the model without biases or clamp
+    (but for the biases' own parameters, 0.01 % of the model, whose gradients and optimizer
+    state the step still moves); Megatron-Core's eager work makes the step longer, by far
+    more than those parameters."""
     model = model_catalog()["gpt-oss-20b"]
     plain = replace(model, expert_bias=False, expert_clamp=False)
-    assert _step(model, "fused") == pytest.approx(_step(plain, "megatron"))
-    assert _step(model, "megatron") > _step(model, "fused")
+    fused, unbiased = _step(model, "fused"), _step(plain, "megatron")
+    assert unbiased < fused == pytest.approx(unbiased, rel=1e-4)
+    assert _step(model, "megatron") - fused > 100 * (fused - unbiased)
 
 
 def test_one_layer_adds_the_hand_counted_bytes_at_the_hbm_rate() -> None:
