@@ -221,3 +221,9 @@ def test_equal_balanced_shares_that_do_not_divide_the_batch_are_a_note(tmp_path:
         assert "h 13, a 13 (4 of the 20 replicas one fewer: 256 in all)" in note, note
         assert "a dp that divides the batch's 256 micro-batches (not 20)" in note, note
 
+
+def test_one_whole_replica_is_singular() -> None:
+    one = (_part("a", "data", replicas=1.0), _part("b", "data", replicas=3.0))
+    notes = pool_notes(one, "Megatron-LM", None)
+    assert any("(1 whole replica)" in n for n in notes)
+    assert any("(3 whole replicas)" in n for n in notes)

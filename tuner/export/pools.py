@@ -111,7 +111,8 @@ def pool_notes(parts: tuple[PoolPart, ...], framework: str, split: list[int] | N
     for p in parts:
         last = p.first_stage + p.stages - 1
         what = ((f"stage {last}" if p.stages == 1 else f"stages {p.first_stage}-{last}")
-                if p.role == "pipeline" else f"{p.replicas:g} whole replicas")
+                if p.role == "pipeline" else
+                f"{p.replicas:g} whole replica{'' if p.replicas == 1 else 's'}")
         ranks = f"node rank {start}" if p.nodes == 1 else \
             f"node ranks {start}-{start + p.nodes - 1}"
         notes.append(f"pool {p.name}: {p.nodes} x {p.gpus_per_node} {p.gpu}, {ranks} "
