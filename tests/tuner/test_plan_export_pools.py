@@ -199,3 +199,31 @@ def test_two_stages_across_pools_state_their_split_in_torchtitan(split: list[int
                               par["pipeline_parallel_first_stage_less_layers"],
                               par["pipeline_parallel_last_stage_less_layers"]) == split
     assert "layers per stage" not in text
+
+
+def test_equal_balanced_shares_that_do_not_divide_the_batch_are_a_note(tmp_path: Path) -> None:
+    """Two H100 pools of 8 and 12 replicas (dp 20) share a batch of 256 balanced: 13
+    micro-batches a replica in each pool, 4 replicas one fewer. The launch gave every
+    framework --global-batch-size 256 on dp 20, which each refuses (256 is not a multiple of
+    20), and said nothing because both pools' counts were alike; the note now says so."""
+    data = {"name": "twenty", "model": "llama3-8b",
+            "training": {"global_batch": 256, "tokens": 1e10, "precision": "bf16"},
+            "cluster": {"pools": [{"name": "h", "gpu": "h100-80gb", "nodes": 2},
+                                  {"name": "a", "gpu": "h100-80gb", "nodes": 3,
+                                   "scale_out_bandwidth": "200 Gbit/s"}]},
+            "plan": {"tp": 2, "pp": 1, "micro_batch": 1, "zero": 1, "placement": "data"}}
+    url = _study(tmp_path, data)
+    pools = json.loads(_cli("best", "twenty", "--storage", url, "--json"))["best"][0]["pools"]
+    assert [(p["replicas"], p["micro_batches"]) for p in pools] == [(8, 13), (12, 13)]
+    for framework in ("megatron", "nemo", "torchtitan"):
+        out = _cli("plan", "twenty", "--as", framework, "--storage", url)
+        note = next(line for line in out.splitlines() if "balanced shares" in line)
+        assert "h 13, a 13 (4 of the 20 replicas one fewer: 256 in all)" in note, note
+        assert "a dp that divides the batch's 256 micro-batches (not 20)" in note, note
+
+
+def test_one_whole_replica_is_singular() -> None:
+    one = (_part("a", "data", replicas=1.0), _part("b", "data", replicas=3.0))
+    notes = pool_notes(one, "Megatron-LM", None)
+    assert any("(1 whole replica)" in n for n in notes)
+    assert any("(3 whole replicas)" in n for n in notes)

@@ -148,6 +148,11 @@ class LaunchPlan:
         return self.model.layers // chunks
 
     @property
+    def batch_micro_batches(self) -> float:
+        """Micro-batches of the step, every replica's together (global batch / micro_batch)."""
+        return self.global_batch / max(self.plan.micro_batch, 1)
+
+    @property
     def batch_per_replica(self) -> int:
         """Sequences per step on one data-parallel replica."""
         return self.global_batch // max(self.plan.dp, 1)

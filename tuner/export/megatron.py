@@ -168,7 +168,8 @@ def _overlap(lp: LaunchPlan, notes: list[str]) -> list[str]:
 
 def flags(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags and their values, in order; notes on what Megatron-LM cannot express)."""
-    notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split if lp.layout is None else None)
+    notes = pool_notes(lp.pools, "Megatron-LM", lp.stage_split if lp.layout is None else None,
+                       batch=lp.batch_micro_batches)
     notes += ep_overlap_notes(lp) + deepep_notes(lp)
     p = lp.plan
     # etp always for a mixture of experts: Megatron-LM sets an unset one to tp

@@ -68,7 +68,8 @@ def _memory(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
 
 def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     """(attribute, value) pairs in order, and notes on what NeMo cannot express."""
-    notes = pool_notes(lp.pools, "NeMo", lp.stage_split if lp.layout is None else None)
+    notes = pool_notes(lp.pools, "NeMo", lp.stage_split if lp.layout is None else None,
+                       batch=lp.batch_micro_batches)
     notes += ep_overlap_notes(lp) + deepep_notes(lp)
     p = lp.plan
     out: list[tuple[str, Any]] = [("recipe.trainer.num_nodes", lp.nodes),

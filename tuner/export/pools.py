@@ -100,17 +100,19 @@ def end_split(split: list[int]) -> EndSplit | None:
     return EndSplit(first=split[0], middle=middle[0], last=split[-1])
 
 
-def pool_notes(parts: tuple[PoolPart, ...], framework: str, split: list[int] | None
-               ) -> list[str]:
+def pool_notes(parts: tuple[PoolPart, ...], framework: str, split: list[int] | None, *,
+               batch: float | None = None) -> list[str]:
     """What the framework launches as written and what it cannot express: the nodes of each
     pool in rank order, node sizes that differ, per-replica batches that differ, an uneven
-    split beyond the first and the last stage."""
+    split beyond the first and the last stage. `batch` is the step's micro-batches (global
+    batch / micro_batch; default: what the pools' replicas do between them)."""
     notes = []
     start = 0
     for p in parts:
         last = p.first_stage + p.stages - 1
         what = ((f"stage {last}" if p.stages == 1 else f"stages {p.first_stage}-{last}")
-                if p.role == "pipeline" else f"{p.replicas:g} whole replicas")
+                if p.role == "pipeline" else
+                f"{p.replicas:g} whole replica{'' if p.replicas == 1 else 's'}")
         ranks = f"node rank {start}" if p.nodes == 1 else \
             f"node ranks {start}-{start + p.nodes - 1}"
         notes.append(f"pool {p.name}: {p.nodes} x {p.gpus_per_node} {p.gpu}, {ranks} "
@@ -125,14 +127,19 @@ def pool_notes(parts: tuple[PoolPart, ...], framework: str, split: list[int] | N
     if len({p.gpus_per_node for p in parts}) > 1:
         notes.append("GPUs per node differ between pools: give each node its own "
                      "--nproc-per-node")
-    if parts and parts[0].role == "data" and len({p.micro_batches for p in parts}) > 1:
+    done = sum(p.replicas * p.micro_batches for p in parts)
+    batch = done if batch is None else batch
+    dp = sum(p.replicas for p in parts)
+    if parts and parts[0].role == "data" and (len({p.micro_batches for p in parts}) > 1
+                                              or batch % dp != 0):
+        # equal counts that do not divide the batch: `done - batch` replicas do one fewer
         shares = ", ".join(f"{p.name} {p.micro_batches:g}" for p in parts)
-        batch = sum(p.replicas * p.micro_batches for p in parts)
-        dp = sum(p.replicas for p in parts)
+        fewer = (f" ({done - batch:g} of the {dp:g} replicas one fewer: {batch:g} in all)"
+                 if done > batch else "")
         fix = "batch_shares: equal" if batch % dp == 0 else \
             f"batch_shares: equal and a dp that divides the batch's {batch:g} micro-batches " \
             f"(not {dp:g})"
-        notes.append(f"balanced shares: micro-batches per replica and step {shares}; "
+        notes.append(f"balanced shares: micro-batches per replica and step {shares}{fewer}; "
                      f"{framework} gives every data-parallel rank the same batch (no option "
                      f"sets one per rank): plan with {fix} to launch as written")
     if split is not None and end_split(split) is None:

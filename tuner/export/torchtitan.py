@@ -132,7 +132,8 @@ def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
 
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
-    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split) + _expert_tensor_note(lp) + \
+    notes = pool_notes(lp.pools, "torchtitan", lp.stage_split,
+                       batch=lp.batch_micro_batches) + _expert_tensor_note(lp) + \
         deepep_notes(lp)
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
