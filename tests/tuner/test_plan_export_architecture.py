@@ -104,7 +104,7 @@ def test_experts_and_dense_layers_with_different_biases_follow_the_experts() -> 
     lp = dataclasses.replace(_launch(_EXPERTS, model="qwen3-30b-a3b"), model=m)
     _, words = _command(megatron.render(lp))
     assert "--disable-bias-linear" in words
-    assert any("the command builds every linear layer without" in n
+    assert any("the Megatron-LM model has every linear layer without" in n
                for n in megatron.flags(lp)[1])
 
 

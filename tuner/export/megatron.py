@@ -14,12 +14,12 @@ neither its layers nor its layers plus two (tuner.export.launch.pipeline_layout)
 
 from __future__ import annotations
 
-import itertools
 import shlex
 from typing import TYPE_CHECKING, Any, cast
 
 from search_spaces.wording import counted
 
+from .core_model import core_model, layer_pattern
 from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .megatron_model import architecture
 from .pools import end_split, pool_notes
@@ -43,57 +43,55 @@ writes); per-tensor scaling with E4M3 forward and E5M2 gradients, hybrid, otherw
 
 def _model(lp: LaunchPlan, notes: list[str]) -> list[str]:
     """The model's shape, its architecture (tuner.export.megatron_model), latent attention
-    and experts."""
-    m = lp.model
-    out = ["--num-layers", str(m.layers), "--hidden-size", str(m.hidden),
-           "--ffn-hidden-size", str(m.ffn_hidden), "--num-attention-heads", str(m.heads),
-           "--seq-length", str(m.seq_len), "--max-position-embeddings", str(m.seq_len)]
-    if m.head_dim != m.hidden // m.heads:
-        out += ["--kv-channels", str(m.head_dim)]
+    and experts, from Megatron Core's fields of the model (tuner.export.core_model)."""
+    core, _ = core_model(lp, "Megatron-LM")
+    out = ["--num-layers", str(core["num_layers"]), "--hidden-size", str(core["hidden_size"]),
+           "--ffn-hidden-size", str(core["ffn_hidden_size"]),
+           "--num-attention-heads", str(core["num_attention_heads"]),
+           "--seq-length", str(core["seq_length"]),
+           "--max-position-embeddings", str(core["seq_length"])]
+    even = core["hidden_size"] // core["num_attention_heads"]
+    if core.get("kv_channels", even) != even:
+        out += ["--kv-channels", str(core["kv_channels"])]
     built, said = architecture(lp)
     notes += said
-    return out + built + _latent_attention(m) + _experts(lp)
+    return out + built + _latent_attention(core) + _experts(lp, core)
 
 
-def _latent_attention(m: Any) -> list[str]:
+_MLA_FLAGS = {"q_lora_rank": "--q-lora-rank", "kv_lora_rank": "--kv-lora-rank",
+              "qk_head_dim": "--qk-head-dim", "qk_pos_emb_head_dim": "--qk-pos-emb-head-dim",
+              "v_head_dim": "--v-head-dim"}
+
+
+def _latent_attention(core: dict[str, Any]) -> list[str]:
     """DeepSeek's multi-head latent attention (model.attention, kind mla)."""
-    mla = getattr(m, "attention", None)
-    if mla is None:
+    if not core.get("multi_latent_attention"):
         return []
-    return ["--multi-latent-attention", "--q-lora-rank", str(mla.q_lora_rank),
-            "--kv-lora-rank", str(mla.kv_lora_rank), "--qk-head-dim", str(mla.qk_head_dim),
-            "--qk-pos-emb-head-dim", str(mla.qk_rope_head_dim),
-            "--v-head-dim", str(mla.v_head_dim)]
+    return ["--multi-latent-attention",
+            *(item for field, flag in _MLA_FLAGS.items() for item in (flag, str(core[field])))]
 
 
-def layer_pattern(m: Any) -> str:
-    """--moe-layer-freq as the Python list expression Megatron-LM evaluates, 1 for a layer
-    with experts (cost.moe.moe_layers), run-length encoded: "([0]*3+[1]*58)"."""
-    from cost.moe import moe_layers
+_MOE_FLAGS = {"num_moe_experts": "--num-experts", "moe_router_topk": "--moe-router-topk",
+              "moe_ffn_hidden_size": "--moe-ffn-hidden-size",
+              "moe_shared_expert_intermediate_size": "--moe-shared-expert-intermediate-size",
+              "moe_layer_freq": "--moe-layer-freq",
+              "moe_router_num_groups": "--moe-router-num-groups",
+              "moe_router_group_topk": "--moe-router-group-topk",
+              "mtp_num_layers": "--mtp-num-layers"}
 
-    runs = itertools.groupby(map(int, moe_layers(m)))
-    return "(" + "+".join(f"[{flag}]*{len(list(run))}" for flag, run in runs) + ")"
 
-
-def _experts(lp: LaunchPlan) -> list[str]:
-    """A mixture of experts: the experts, their router and widths, the layers that have them,
-    grouped GEMMs, the token dispatcher the model assumed (DeepEP's deduplicating dispatch,
-    `stack.ep_dedup`, where it runs on the GPU: LaunchPlan.deepep; or NCCL all-to-alls) and
-    the all-to-all overlap (`stack.ep_overlap`)."""
+def _experts(lp: LaunchPlan, core: dict[str, Any]) -> list[str]:
+    """A mixture of experts: the experts, their router and widths, the layers that have them
+    (--moe-layer-freq only where some have none), grouped GEMMs, the token dispatcher the
+    model assumed (DeepEP's deduplicating dispatch, `stack.ep_dedup`, where it runs on the
+    GPU: LaunchPlan.deepep; or NCCL all-to-alls) and the all-to-all overlap
+    (`stack.ep_overlap`)."""
     if lp.model.kind != "moe":
         return []
-    m = cast("MoEModelSpec", lp.model)
-    out = ["--num-experts", str(m.experts), "--moe-router-topk", str(m.top_k),
-           "--moe-ffn-hidden-size", str(m.expert_ffn_hidden), "--moe-grouped-gemm"]
-    if m.shared_experts:
-        out += ["--moe-shared-expert-intermediate-size", str(m.shared_ffn_hidden)]
-    if m.dense_layers or m.moe_layer_freq != 1:
-        out += ["--moe-layer-freq", layer_pattern(m)]
-    if m.expert_groups > 1:
-        out += ["--moe-router-num-groups", str(m.expert_groups),
-                "--moe-router-group-topk", str(m.group_top_k)]
-    if m.mtp_layers:
-        out += ["--mtp-num-layers", str(m.mtp_layers)]
+    out = [item for field, flag in _MOE_FLAGS.items()
+           if field in core and not (field == "moe_layer_freq" and core[field] == 1)
+           for item in (flag, str(core[field]))]
+    out[6:6] = ["--moe-grouped-gemm"]  # after the experts, their router and their width
     out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.deepep
             else ["--moe-token-dispatcher-type", "alltoall"])
     if lp.ep_overlap and lp.ep_overlap_blocked is None:

@@ -9,13 +9,14 @@ learned_absolute, line 1588; rope with --rotary-base, default 10000, line 1598),
 (--qk-layernorm, line 3023), --norm-epsilon 1e-5 (line 1631), hidden and attention dropout
 0.1 (lines 1876-1878), a GeLU MLP (--swiglu for a gated one) and multi-head attention
 (--group-query-attention with --num-query-groups, line 1568). A Llama written without
-them trains another model; this module writes each fact of the model (cost.ModelSpec's
-architecture fields) that differs from those defaults."""
+them trains another model; this module writes each fact of the model (Megatron Core's fields,
+tuner.export.core_model) that differs from those defaults."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from .core_model import DROPOUT, core_model
 from .launch import LaunchPlan
 
 __all__ = ["architecture"]
@@ -27,63 +28,38 @@ _MEGATRON_ROTARY_BASE = 10000
 def architecture(lp: LaunchPlan) -> tuple[list[str], list[str]]:
     """(the flags that build the model's architecture, notes on what Megatron-LM cannot
     build): attention groups, MLP, norms, biases, positions, dropout, embeddings."""
-    m = lp.model
-    out = _attention(m)
-    if m.gated_mlp:
+    core, notes = core_model(lp, "Megatron-LM")
+    out = _attention(core)
+    if core["gated_linear_unit"]:
         out.append("--swiglu")
-    if not m.tied_embeddings:
+    if not core["share_embeddings_and_output_weights"]:
         out.append("--untie-embeddings-and-output-weights")
-    if m.normalization == "rmsnorm":
-        out += ["--normalization", "RMSNorm"]
-    if m.norm_epsilon != _MEGATRON_EPSILON:
-        out += ["--norm-epsilon", f"{m.norm_epsilon:g}"]
-    if m.qk_norm:
+    if core["normalization"] != "LayerNorm":
+        out += ["--normalization", core["normalization"]]
+    if core["layernorm_epsilon"] != _MEGATRON_EPSILON:
+        out += ["--norm-epsilon", f"{core['layernorm_epsilon']:g}"]
+    if core["qk_layernorm"]:
         out.append("--qk-layernorm")
-    if not m.dropout:
-        out += ["--attention-dropout", "0.0", "--hidden-dropout", "0.0"]
-    bias, notes = _bias(m)
-    if not bias:
+    if (core["attention_dropout"], core["hidden_dropout"]) != (DROPOUT, DROPOUT):
+        out += ["--attention-dropout", str(core["attention_dropout"]),
+                "--hidden-dropout", str(core["hidden_dropout"])]
+    if not core["add_bias_linear"]:
         out.append("--disable-bias-linear")
-    position, more = _position(m)
-    return out + position, notes + more
+    return out + _position(core), notes
 
 
-def _attention(m: Any) -> list[str]:
-    """Grouped-query attention's groups; none for latent attention, whose keys and values
-    are per head (MLATransformerConfig takes no query groups; the spec refuses kv_heads with
-    it)."""
-    if getattr(m, "attention", None) is None and m.kv_heads != m.heads:
-        return ["--group-query-attention", "--num-query-groups", str(m.kv_heads)]
+def _attention(core: dict[str, Any]) -> list[str]:
+    """Grouped-query attention's groups (none for latent attention: core_model)."""
+    groups = core.get("num_query_groups", core["num_attention_heads"])
+    if groups != core["num_attention_heads"]:
+        return ["--group-query-attention", "--num-query-groups", str(groups)]
     return []
 
 
-def _bias(m: Any) -> tuple[bool, list[str]]:
-    """Whether the command keeps Megatron-LM's linear biases. One flag sets them for the dense
-    layers and the experts alike (add_bias_linear; TransformerConfig.add_bias_linear feeds
-    the expert MLP), so a mixture of experts whose experts and other layers differ follows
-    its experts (the bulk of its weights, and what Megatron Core's etp rule reads), with a
-    note."""
-    bias = bool(m.linear_bias)
-    if m.kind != "moe" or bool(m.expert_bias) == bias:
-        return bias, []
-    experts = bool(m.expert_bias)
-    said = {True: "with biases", False: "without"}
-    return experts, [f"biases: the experts are {said[experts]} and the other linear layers "
-                     f"{said[bias]} (model.expert_bias, model.linear_bias), which one Megatron-LM "
-                     f"flag sets alike: the command builds every linear layer "
-                     f"{said[experts]}"]
-
-
-def _position(m: Any) -> tuple[list[str], list[str]]:
-    """Rotary positions and their base; learned absolute ones are the default; ALiBi has no
-    Megatron-LM option (--position-embedding-type: learned_absolute, rope, mrope, relative,
-    none)."""
-    if m.position_embedding == "rope":
-        base = (["--rotary-base", str(m.rotary_base)]
-                if m.rotary_base != _MEGATRON_ROTARY_BASE else [])
-        return ["--position-embedding-type", "rope", *base], []
-    if m.position_embedding == "alibi":
-        return [], ["position_embedding: alibi has no Megatron-LM option (core_v0.15.0 "
-                    "--position-embedding-type: learned_absolute, rope, mrope, relative, "
-                    "none): the command builds learned absolute positions"]
-    return [], []
+def _position(core: dict[str, Any]) -> list[str]:
+    """Rotary positions and their base; learned absolute ones are the default."""
+    if core["position_embedding_type"] != "rope":
+        return []
+    base = core["rotary_base"]
+    return ["--position-embedding-type", "rope",
+            *(["--rotary-base", str(base)] if base != _MEGATRON_ROTARY_BASE else [])]
