@@ -111,6 +111,21 @@ NEMO_ATTRIBUTES = {
     # an fp8 plan: MegatronMixedPrecision's fp8 and fp8_recipe (NeMo v2.4.0
     # nemo/lightning/pytorch/plugins/mixed_precision.py), the recipes' trainer.plugins
     "recipe.trainer.plugins.fp8", "recipe.trainer.plugins.fp8_recipe",
+    # the model (tuner/export/core_model.py): TransformerConfig (core_v0.15.0
+    # megatron/core/transformer/transformer_config.py lines 45-528), MLATransformerConfig's
+    # latent attention (1552-1567), and GPTConfig's own fields (NeMo v2.4.0
+    # nemo/collections/llm/gpt/model/base.py lines 292-298)
+    *(f"recipe.model.config.{f}" for f in (
+        "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "kv_channels",
+        "num_query_groups", "gated_linear_unit", "activation_func", "normalization",
+        "layernorm_epsilon", "qk_layernorm", "add_bias_linear", "hidden_dropout",
+        "attention_dropout", "num_moe_experts", "moe_router_topk", "moe_ffn_hidden_size",
+        "moe_shared_expert_intermediate_size", "moe_layer_freq", "moe_router_num_groups",
+        "moe_router_group_topk", "mtp_num_layers", "moe_grouped_gemm",
+        "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim",
+        "qk_pos_emb_head_dim", "v_head_dim",
+        "share_embeddings_and_output_weights", "position_embedding_type", "rotary_base",
+        "seq_length")),
 }
 
 TORCHTITAN_KEYS = {

@@ -11,7 +11,14 @@ TransformerConfig, OptimizerConfig and DistributedDataParallelConfig behind them
 (core_v0.15.0: recompute_method, recompute_num_layers, optimizer_cpu_offload,
 data_parallel_sharding_strategy, overlap_grad_reduce, overlap_param_gather, and
 TransformerConfig's num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage
-for the uneven split of a pipeline across pools of several GPU types, tuner.export.pools)."""
+for the uneven split of a pipeline across pools of several GPU types, tuner.export.pools).
+
+The planned model is written whole as recipe.model.config's fields (GPTConfig, nemo/collections/
+llm/gpt/model/base.py, a Megatron Core TransformerConfig: tuner.export.core_model cites each
+field), whatever recipe the overrides are applied to: a recipe carries its own model
+(llama3_70b's Llama3Config70B), and these overrides do not know which recipe that is, so only
+every field makes the run train the model that was planned (a model of the user's own, or a
+catalog model on another model's recipe), as the Megatron-LM command does."""
 
 from __future__ import annotations
 
@@ -19,12 +26,14 @@ from typing import Any
 
 from search_spaces.wording import counted
 
+from .core_model import core_model
 from .launch import LaunchPlan, deepep_notes, ep_overlap_notes
 from .pools import end_split, pool_notes
 
 __all__ = ["DEGREE_ATTRIBUTES", "assignments", "render"]
 
 _STRATEGY = "recipe.trainer.strategy."
+_CONFIG = "recipe.model.config."
 DEGREE_ATTRIBUTES = {"tp": "tensor_model_parallel_size", "pp": "pipeline_model_parallel_size",
                      "cp": "context_parallel_size", "ep": "expert_model_parallel_size",
                      "etp": "expert_tensor_parallel_size"}
@@ -87,7 +96,7 @@ def assignments(lp: LaunchPlan) -> tuple[list[tuple[str, Any]], list[str]]:
     out += [("recipe.data.micro_batch_size", p.micro_batch),
             ("recipe.data.global_batch_size", lp.global_batch),
             ("recipe.data.seq_length", lp.model.seq_len)]
-    out += _memory(lp, notes) + _experts(lp) + _fp8(lp)
+    out += _model(lp, notes) + _memory(lp, notes) + _experts(lp) + _fp8(lp)
     if lp.dp_overlap:
         out += [(_STRATEGY + "ddp.overlap_grad_reduce", True),
                 (_STRATEGY + "ddp.overlap_param_gather", p.zero >= 1)]
@@ -115,14 +124,27 @@ def _experts(lp: LaunchPlan) -> list[tuple[str, Any]]:
     dispatch through the flex dispatcher, `stack.ep_dedup`, or NCCL all-to-alls) and the
     all-to-all overlap with another micro-batch (`stack.ep_overlap`): TransformerConfig's
     moe_token_dispatcher_type and moe_enable_deepep, ModelParallelConfig's
-    overlap_moe_expert_parallel_comm (core_v0.15.0). The architecture is the recipe's."""
+    overlap_moe_expert_parallel_comm (core_v0.15.0); the experts themselves are the model's
+    (_model)."""
     if lp.model.kind != "moe":
         return []
-    config = "recipe.model.config."
-    return [(config + "moe_token_dispatcher_type", "flex" if lp.deepep else "alltoall"),
-            (config + "moe_enable_deepep", lp.deepep),
-            (config + "overlap_moe_expert_parallel_comm",
+    return [(_CONFIG + "moe_token_dispatcher_type", "flex" if lp.deepep else "alltoall"),
+            (_CONFIG + "moe_enable_deepep", lp.deepep),
+            (_CONFIG + "overlap_moe_expert_parallel_comm",
              lp.ep_overlap and lp.ep_overlap_blocked is None)]
+
+
+def _model(lp: LaunchPlan, notes: list[str]) -> list[tuple[str, Any]]:
+    """Every field of the planned model (tuner.export.core_model). Latent attention's fields
+    are MLATransformerConfig's, which NeMo's DeepSeek recipes hold (DeepSeekConfig,
+    nemo/collections/llm/gpt/model/deepseek.py line 58) and a GPTConfig lacks."""
+    core, said = core_model(lp, "NeMo")
+    notes += said
+    if core.get("multi_latent_attention"):
+        notes.append("multi-head latent attention: apply these to a DeepSeek recipe (its "
+                     "model.config a DeepSeekConfig, an MLATransformerConfig), the only "
+                     "NeMo config with q_lora_rank, kv_lora_rank, qk_head_dim, ...")
+    return [(_CONFIG + field, value) for field, value in core.items()]
 
 
 def _uneven(lp: LaunchPlan) -> list[tuple[str, Any]]:
@@ -146,6 +168,8 @@ def render(lp: LaunchPlan) -> str:
     pairs, notes = assignments(lp)
     lines = [f"# NeMo 2 recipe overrides (NeMo v2.4.0 attribute names) for {lp.title}",
              f"# data parallel {lp.plan.dp} follows from {counted(lp.gpus, 'GPU')}",
+             f"# the model is the plan's whatever the recipe's, its vocabulary the tokenizer's "
+             f"(the plan counted {lp.model.vocab:,}); activation_func needs `import torch`",
              *(f"# note: {n}" for n in notes)]
     lines += [f"{name} = {_python(value)}" for name, value in pairs]
     return "\n".join(lines)

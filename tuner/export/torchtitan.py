@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from search_spaces import model_catalog
+
 from .launch import LaunchPlan, deepep_notes
 from .pools import EndSplit, end_split, pool_notes
 
-__all__ = ["DEGREE_KEYS", "layers_per_stage", "render", "sections"]
+__all__ = ["DEGREE_KEYS", "flavor_args", "layers_per_stage", "render", "sections"]
 
 DEGREE_KEYS = {"tp": "tensor_parallel_degree", "pp": "pipeline_parallel_degree",
                "cp": "context_parallel_degree", "ep": "expert_parallel_degree",
@@ -130,11 +132,70 @@ def _uneven(lp: LaunchPlan, notes: list[str]) -> dict[str, Any]:
             "pipeline_parallel_last_stage_less_layers": ends.middle - ends.last}
 
 
+def flavor_args(m: Any) -> dict[str, Any]:
+    """The model as the args of a torchtitan flavor (v0.2.2, commit 73a0e69): llama3's
+    TransformerModelArgs (torchtitan/models/llama3/model/args.py: dim, n_layers, n_heads,
+    n_kv_heads, vocab_size, multiple_of, ffn_dim_multiplier, norm_eps, rope_theta); qwen3's
+    head_dim, hidden_dim and qk_norm (models/qwen3/model/args.py) where the heads are not
+    dim / n_heads wide or the queries and keys are normed; and a mixture of experts' MoEArgs
+    (models/moe/moe.py: num_experts, num_shared_experts, top_k, num_expert_groups,
+    num_limited_groups) with deepseek_v3's moe_inter_dim and n_dense_layers."""
+    out: dict[str, Any] = {"dim": m.hidden, "n_layers": m.layers, "n_heads": m.heads,
+                           "n_kv_heads": m.kv_heads, "vocab_size": m.vocab,
+                           **_ffn_args(m.hidden, m.ffn_hidden),
+                           "norm_eps": m.norm_epsilon}
+    if m.position_embedding == "rope":
+        out["rope_theta"] = m.rotary_base
+    if m.head_dim != m.hidden // m.heads or m.qk_norm:
+        out.update(head_dim=m.head_dim, hidden_dim=m.ffn_hidden, qk_norm=bool(m.qk_norm))
+    if m.kind == "moe":
+        out.update(num_experts=m.experts, num_shared_experts=m.shared_experts, top_k=m.top_k,
+                   moe_inter_dim=m.expert_ffn_hidden, n_dense_layers=m.dense_layers)
+        if m.expert_groups > 1:
+            out.update(num_expert_groups=m.expert_groups, num_limited_groups=m.group_top_k)
+    return out
+
+
+def _ffn_args(dim: int, ffn_hidden: int) -> dict[str, Any]:
+    """multiple_of and ffn_dim_multiplier that make llama3's FeedForward ffn_hidden wide
+    (models/llama3/model/model.py: int(2 * 4 * dim / 3), times the multiplier, rounded up to
+    a multiple of multiple_of), checked; else the width itself as qwen3's hidden_dim."""
+    base = int(2 * 4 * dim / 3)
+    multiple = next(k for k in (4096, 1024, 256, 128, 64, 32, 16, 8, 4, 2, 1)
+                    if ffn_hidden % k == 0)
+    for multiplier in (None, round(ffn_hidden / base, 4)):
+        width = int(multiplier * base) if multiplier is not None else base
+        if multiple * -(-width // multiple) == ffn_hidden:
+            return {"multiple_of": multiple, "ffn_dim_multiplier": multiplier}
+    return {"hidden_dim": ffn_hidden}
+
+
+def _model_notes(lp: LaunchPlan) -> list[str]:
+    """torchtitan builds the architecture of the [model] flavor, set in its code and not in
+    this config: a model other than a catalog one (a model of the user's own, or a catalog
+    model with a field changed) gets a note with the args a flavor must have, and what no
+    flavor of llama3's builds."""
+    m = lp.model
+    if model_catalog().get(m.name) == m:
+        return []
+    args = ", ".join(f"{k}={v}" for k, v in flavor_args(m).items())
+    unbuilt = [what for what, off in (
+        ("a GeLU MLP", not m.gated_mlp), ("LayerNorm", m.normalization == "layernorm"),
+        ("linear biases", bool(m.linear_bias)),
+        (f"{m.position_embedding} positions", m.position_embedding != "rope"),
+        ("tied embeddings", m.tied_embeddings),
+        ("multi-head latent attention", getattr(m, "attention", None) is not None)) if off]
+    more = (f"; torchtitan's llama3 builds none of: {', '.join(unbuilt)}" if unbuilt else "")
+    return [f"model {m.name} is not in the catalog: torchtitan builds its [model] flavor's "
+            f"architecture, not this config's, so train it with a flavor whose args are "
+            f"{args}{more}"]
+
+
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
     notes = pool_notes(lp.pools, "torchtitan", lp.stage_split,
                        batch=lp.batch_micro_batches) + _expert_tensor_note(lp) + \
-        deepep_notes(lp)
+        deepep_notes(lp) + _model_notes(lp)
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
     training: dict[str, Any] = {"local_batch_size": per_rank,
