@@ -145,6 +145,36 @@ def _long(name: str) -> dict[str, object]:
     return tiny(name, search={"sampler": "random", "trials": 100_000, "seed": 0})
 
 
+def test_any_failure_of_a_read_that_a_deletion_met_halfway_is_404(tmp_path: Path) -> None:
+    """The race above, made certain: a study deleted while a request reads it, the read then
+    failing as SQLite's separate statements let it (a trial read COMPLETE whose values were
+    already deleted: a TypeError in the ranking, which was a 500 in CI), is a 404; the same
+    failure on a study that is still there stays what it is."""
+    from tuner.serve.config import ServeConfig
+    from tuner.serve.service import RequestError, Service
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = open_storage(url, heartbeat_interval_s=None)
+    for name in ("gone", "kept"):
+        optuna.create_study(study_name=name, storage=store)
+    service = Service(config=ServeConfig(storage_url=url), storage=store,
+                      runner=None)  # type: ignore[arg-type]  # a read starts no worker
+
+    def deleted_then_failed(study: optuna.Study) -> None:
+        optuna.delete_study(study_name=study.study_name, storage=store)
+        raise TypeError("'NoneType' object is not subscriptable")
+
+    with pytest.raises(RequestError, match="was deleted while this request read it") as err:
+        service._read("gone", deleted_then_failed)
+    assert err.value.status_code == 404
+
+    def failed(study: optuna.Study) -> None:
+        raise TypeError("a defect of the report")
+
+    with pytest.raises(TypeError, match="a defect of the report"):
+        service._read("kept", failed)
+
+
 @pytest.mark.parametrize("url", ["sqlite"], indirect=True)
 def test_a_server_started_again_leaves_a_study_to_the_workers_outside_it(
         url: str, name: str, tmp_path: Path, by_hand: subprocess.Popen[bytes]) -> None:

@@ -282,12 +282,17 @@ class Service:
 
     def _read(self, name: str, work: Callable[[optuna.Study], _T]) -> _T:
         """`work` on study `name`; a 404 when the study is deleted (DELETE, or `tuner` on the
-        storage) while `work` reads it, where Optuna's KeyError ('Record does not exist.')
-        was a 500 'internal error'."""
+        storage) while `work` reads it, where it was a 500 'internal error'. A deletion met
+        halfway fails in more ways than Optuna's KeyError ('Record does not exist.'): SQLite
+        reads a trial and its values in separate statements, so a trial read COMPLETE can
+        come back with no values (a TypeError in the ranking). So any failure is a 404 once
+        the study is gone, and stays what it was while the study is there."""
         study = self.study(name)
         try:
             return work(study)
-        except KeyError:
+        except RequestError:
+            raise
+        except Exception:
             try:
                 there = self.storage.get_study_id_from_name(name) == study._study_id
             except KeyError:
