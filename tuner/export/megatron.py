@@ -44,7 +44,8 @@ writes); per-tensor scaling with E4M3 forward and E5M2 gradients, hybrid, otherw
 def _model(lp: LaunchPlan, notes: list[str]) -> list[str]:
     """The model's shape, its architecture (tuner.export.megatron_model), latent attention
     and experts, from Megatron Core's fields of the model (tuner.export.core_model)."""
-    core, _ = core_model(lp, "Megatron-LM")
+    core, said = core_model(lp, "Megatron-LM")
+    notes += said
     out = ["--num-layers", str(core["num_layers"]), "--hidden-size", str(core["hidden_size"]),
            "--ffn-hidden-size", str(core["ffn_hidden_size"]),
            "--num-attention-heads", str(core["num_attention_heads"]),
@@ -53,9 +54,7 @@ def _model(lp: LaunchPlan, notes: list[str]) -> list[str]:
     even = core["hidden_size"] // core["num_attention_heads"]
     if core.get("kv_channels", even) != even:
         out += ["--kv-channels", str(core["kv_channels"])]
-    built, said = architecture(lp)
-    notes += said
-    return out + built + _latent_attention(core) + _experts(lp, core)
+    return out + architecture(core) + _latent_attention(core) + _experts(lp, core)
 
 
 _MLA_FLAGS = {"q_lora_rank": "--q-lora-rank", "kv_lora_rank": "--kv-lora-rank",
@@ -73,6 +72,7 @@ def _latent_attention(core: dict[str, Any]) -> list[str]:
 
 _MOE_FLAGS = {"num_moe_experts": "--num-experts", "moe_router_topk": "--moe-router-topk",
               "moe_ffn_hidden_size": "--moe-ffn-hidden-size",
+              "moe_grouped_gemm": "--moe-grouped-gemm",
               "moe_shared_expert_intermediate_size": "--moe-shared-expert-intermediate-size",
               "moe_layer_freq": "--moe-layer-freq",
               "moe_router_num_groups": "--moe-router-num-groups",
@@ -88,10 +88,12 @@ def _experts(lp: LaunchPlan, core: dict[str, Any]) -> list[str]:
     (`stack.ep_overlap`)."""
     if lp.model.kind != "moe":
         return []
-    out = [item for field, flag in _MOE_FLAGS.items()
-           if field in core and not (field == "moe_layer_freq" and core[field] == 1)
-           for item in (flag, str(core[field]))]
-    out[6:6] = ["--moe-grouped-gemm"]  # after the experts, their router and their width
+    out: list[str] = []
+    for field, flag in _MOE_FLAGS.items():
+        value = core.get(field)
+        if value is None or (field == "moe_layer_freq" and value == 1):  # 1: every layer
+            continue
+        out += [flag] if value is True else [flag, str(value)]
     out += (["--moe-token-dispatcher-type", "flex", "--moe-enable-deepep"] if lp.deepep
             else ["--moe-token-dispatcher-type", "alltoall"])
     if lp.ep_overlap and lp.ep_overlap_blocked is None:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core_model import DROPOUT, core_model
-from .launch import LaunchPlan
+from .core_model import DROPOUT
 
 __all__ = ["architecture"]
 
@@ -25,10 +24,10 @@ _MEGATRON_EPSILON = 1e-5
 _MEGATRON_ROTARY_BASE = 10000
 
 
-def architecture(lp: LaunchPlan) -> tuple[list[str], list[str]]:
-    """(the flags that build the model's architecture, notes on what Megatron-LM cannot
-    build): attention groups, MLP, norms, biases, positions, dropout, embeddings."""
-    core, notes = core_model(lp, "Megatron-LM")
+def architecture(core: dict[str, Any]) -> list[str]:
+    """The flags that build the model's architecture from its Megatron Core fields
+    (tuner.export.core_model, whose notes say what Megatron-LM cannot build): attention
+    groups, MLP, norms, biases, positions, dropout, embeddings."""
     out = _attention(core)
     if core["gated_linear_unit"]:
         out.append("--swiglu")
@@ -45,7 +44,7 @@ def architecture(lp: LaunchPlan) -> tuple[list[str], list[str]]:
                 "--hidden-dropout", str(core["hidden_dropout"])]
     if not core["add_bias_linear"]:
         out.append("--disable-bias-linear")
-    return out + _position(core), notes
+    return out + _position(core)
 
 
 def _attention(core: dict[str, Any]) -> list[str]:
