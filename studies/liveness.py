@@ -24,6 +24,7 @@ import sqlalchemy.orm
 from optuna.storages._rdb.models import TrialHeartbeatModel, TrialModel
 from optuna.trial import FrozenTrial, TrialState
 
+from .backend import backend
 from .recovery import JOURNAL_STALE_S, WORKER_ATTR, _journal_stale
 from .retry import retried
 
@@ -66,7 +67,7 @@ def live_workers(study: optuna.Study, *, grace_s: float = LIVE_GRACE_S, looks: i
 def _since_last_finished_s(study: optuna.Study) -> float | None:
     """Seconds since the study's last trial finished, or None when none has; an RDB storage
     is asked for the one time (naive UTC, as Optuna's RDBStorage stores it), not all trials."""
-    storage = getattr(study._storage, "_backend", study._storage)
+    storage = backend(study)
     if isinstance(storage, optuna.storages.RDBStorage):
         column = TrialModel.__table__.c.datetime_complete
 
@@ -93,7 +94,7 @@ def _look(study: optuna.Study, grace_s: float) -> list[dict[str, Any] | None]:
     running = list(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
     if not running:
         return []
-    storage = getattr(study._storage, "_backend", study._storage)
+    storage = backend(study)
     if isinstance(storage, optuna.storages.RDBStorage):
         return [None for _ in _beating(storage, running, grace_s)]
     stale = {t.number for t in _journal_stale(study, JOURNAL_STALE_S)}

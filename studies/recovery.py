@@ -34,6 +34,8 @@ import sqlalchemy.orm
 from optuna.storages._rdb.models import TrialHeartbeatModel
 from optuna.trial import FrozenTrial, TrialState
 
+from .backend import backend as backend_of
+
 __all__ = ["JOURNAL_STALE_S", "JOURNAL_UNSTAMPED_S", "WORKER_ATTR", "fail_silent_trials",
            "process_gone", "process_identity", "recover_stale_trials", "waiting_retries",
            "worker_identity"]
@@ -90,11 +92,6 @@ def _process_gone(owner: dict[str, Any]) -> bool:
     return bool(start and owner.get("start") and start != owner["start"])
 
 
-def _backend(study: optuna.Study) -> optuna.storages.BaseStorage:
-    storage = study._storage  # Optuna's cache in front of an RDBStorage
-    return getattr(storage, "_backend", storage)
-
-
 def _older_than(trial: FrozenTrial, seconds: float) -> bool:
     cutoff = datetime.now() - timedelta(seconds=seconds)  # datetime_start is local time
     return trial.datetime_start is not None and trial.datetime_start < cutoff
@@ -145,7 +142,7 @@ def _retry(study: optuna.Study, failed: list[int]) -> None:
     same retry with its max_retry."""
     if not failed:
         return
-    backend = _backend(study)
+    backend = backend_of(study)
     callback = (backend.get_heartbeat_stale_trial_callback()
                 if isinstance(backend, optuna.storages.RDBStorage) else None)
     if callback is None:
@@ -168,7 +165,7 @@ def fail_silent_trials(study: optuna.Study) -> list[int]:
     trial and its first heartbeat (while the sampler proposes) leaves it RUNNING for ever, and
     a resumed study would never be done with it. A live worker beats within moments of
     creating its trial, far inside the grace period."""
-    backend = _backend(study)
+    backend = backend_of(study)
     if not isinstance(backend, optuna.storages.RDBStorage) or not backend.heartbeat_interval:
         return []
     failed = _fail(study, [t._trial_id for t in _silent(study, backend)])
@@ -185,7 +182,7 @@ def recover_stale_trials(
     With a trial `target` (complete trials), only as many are queued again as the study still
     needs beyond its complete and live running trials: a retry the target no longer needs
     would be left waiting, or overshoot it."""
-    backend = _backend(study)
+    backend = backend_of(study)
     if isinstance(backend, optuna.storages.RDBStorage):
         if not backend.heartbeat_interval:
             return []

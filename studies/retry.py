@@ -30,6 +30,8 @@ import sqlalchemy
 import sqlalchemy.event
 import sqlalchemy.orm
 
+from .backend import backend
+
 __all__ = ["RETRY_BUDGET_S", "RetryingSQLiteStorage", "is_locked_error", "one_transaction",
            "retried"]
 
@@ -164,7 +166,7 @@ def one_transaction(study: optuna.Study) -> contextlib.AbstractContextManager[No
     """The study's storage calls inside the block as one transaction, where its storage is
     a SQLite one of this package (RetryingSQLiteStorage.one_transaction); elsewhere (a
     journal file, a database server) each call keeps its own."""
-    storage = getattr(study._storage, "_backend", study._storage)
+    storage = backend(study)
     if isinstance(storage, RetryingSQLiteStorage):
         return storage.one_transaction()
     return contextlib.nullcontext()

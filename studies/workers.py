@@ -9,6 +9,7 @@ import time
 import optuna
 from optuna.trial import TrialState
 
+from .backend import backend
 from .recovery import JOURNAL_UNSTAMPED_S, recover_stale_trials, waiting_retries
 
 __all__ = ["RECOVERY_EVERY_S", "RecoveryCallback", "complete_count", "finished_under_us",
@@ -57,7 +58,7 @@ def settle_s(study: optuna.Study) -> float:
     and one more beat (RDB), or a little more than JOURNAL_UNSTAMPED_S (journal: dead local
     workers are known at once, or once their unnamed trial is that old; remote ones only
     after JOURNAL_STALE_S). It ends as soon as no trial runs."""
-    storage = getattr(study._storage, "_backend", study._storage)
+    storage = backend(study)
     interval = getattr(storage, "heartbeat_interval", None)
     if not interval:
         return SETTLE_JOURNAL_S
