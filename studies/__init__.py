@@ -6,6 +6,7 @@ May import `cost`, `search_spaces`, Optuna's storages and study API and SQLAlche
 """
 
 from .errors import StudyError
+from .exclusive import exclusively
 from .identity import cost_model_version, problem, problem_differences, problem_digest
 from .listing import (
     best_payload,
@@ -109,6 +110,7 @@ __all__ = [
     "create_or_continue",
     "directory_problem",
     "equivalent_plans",
+    "exclusively",
     "export_page",
     "export_trials",
     "fail_silent_trials",

@@ -10,6 +10,9 @@ __all__ = ["backend"]
 
 
 def backend(study: optuna.Study) -> optuna.storages.BaseStorage:
-    """The study's storage, behind Optuna's cache where there is one."""
+    """The study's storage, behind Optuna's cache where there is one (a JournalStorage is
+    not behind one: its own `_backend` is the file it writes)."""
     storage = study._storage
+    if isinstance(storage, optuna.storages.JournalStorage):
+        return storage
     return getattr(storage, "_backend", storage)

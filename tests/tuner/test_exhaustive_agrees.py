@@ -154,10 +154,12 @@ def test_an_exhaustive_search_stores_its_study_in_few_commits(tmp_path: Any) -> 
 
 
 def test_exhaustive_searches_started_at_once_store_the_sweep_once(tmp_path: Any) -> None:
-    """Three `tuner search` processes on one new study and SQLite file: each sweeps, and each
-    reads what is stored and writes what is missing inside one transaction that takes the
-    write lock first, so the later ones find the first's plans and add none (before, each
-    read before any had written and the study held its best plans two or three times)."""
+    """Three `tuner search` processes on one new study: each sweeps, and each reads what is
+    stored and writes what is missing as the study's only writer (studies.exclusively: on
+    SQLite one transaction that takes the write lock first, on PostgreSQL an advisory lock, on
+    a journal an flock of its file), so the later ones find the first's plans and add none
+    (before, each read before any had written and the study held its best plans two or three
+    times). On SQLite; tests/studies/test_exclusive.py tests the lock of each storage."""
     import subprocess
     import sys
 

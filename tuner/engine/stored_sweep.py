@@ -15,7 +15,7 @@ from studies import (
     EQUIVALENT_ATTR,
     RESULT_ATTR,
     complete_count,
-    one_transaction,
+    exclusively,
     set_target_trials,
     store_swept,
 )
@@ -37,9 +37,10 @@ def write_sweep(study: optuna.Study, space: Space, summary: SweepSummary) -> int
     """Add the sweep's best plans to the study as finished trials, leaving out those an
     earlier sweep already stored; mark the problem as swept and make the trial target the
     trials the study holds (so that `tuner resume` and workers have nothing left to run).
-    All in one transaction (studies.one_transaction): stored whole or not at all, with one
-    wait for the disk. Returns the trials added."""
-    with one_transaction(study):
+    As the study's only writer (studies.exclusively), so that sweeps started at once store
+    their plans once; on SQLite in one transaction, stored whole or not at all, with one wait
+    for the disk. Returns the trials added."""
+    with exclusively(study):
         return _write(study, space, summary)
 
 
