@@ -103,3 +103,16 @@ def test_no_cache_folder_is_the_usual_path(tmp_path: Path,
     path = _made(tmp_path / "s.db", monkeypatch, str(blocked))
     assert _dump(path) == _dump(_made(tmp_path / "own.db", monkeypatch, "off"))
     assert os.path.isfile(blocked)
+
+
+def test_a_copy_is_opened_without_importing_alembic(tmp_path: Path) -> None:
+    """Optuna reads a database's alembic stamp on opening it, importing alembic and with it
+    four SQLAlchemy dialects; a copy's stamp is the template's, at the head revision, so it
+    is not read (studies.retry). The file still passes Optuna's own checks (above)."""
+    code = ("import sys; from studies import open_storage; "
+            "open_storage(sys.argv[1]); print('alembic' in sys.modules)")
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", code, f"sqlite:///{tmp_path / name}"],
+                           capture_output=True, text=True, check=True, env=env).stdout.split()
+            for name in ("first.db", "second.db")]
+    assert runs == [["True"], ["False"]]  # the first makes the template with Optuna's own
