@@ -102,13 +102,13 @@ class RetryingSQLiteStorage(optuna.storages.RDBStorage):
     so their read and write see one state; every other call keeps the driver's behaviour,
     under which readers do not wait for one another."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, template_copy: bool = False, **kwargs: Any) -> None:
+        """RDBStorage's arguments; `template_copy`: the file is a copy of studies.template's,
+        whose alembic stamp is not read (_skip_alembic_on_template_copies)."""
         self._depth = threading.local()
         self._exclusive = threading.local()
         self._batch = threading.local()
-        template_copy = kwargs.get("skip_table_creation") and \
-            kwargs.get("skip_compatibility_check")
-        _TEMPLATE_COPY.on = bool(template_copy)
+        _TEMPLATE_COPY.on = template_copy
         try:
             _retrying(optuna.storages.RDBStorage.__init__)(self, *args, **kwargs)
         finally:

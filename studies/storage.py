@@ -164,12 +164,14 @@ def open_storage(
     try:
         with warnings.catch_warnings():  # heartbeats are experimental in Optuna 5
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            storage_class = RetryingSQLiteStorage if path is not None else \
-                optuna.storages.RDBStorage
-            return storage_class(
-                url, engine_kwargs=_engine_kwargs(url, path is not None),
-                **_heartbeat(heartbeat_interval_s, grace_period_s, max_retry),
-                skip_table_creation=copied, skip_compatibility_check=copied)
+            heartbeat = _heartbeat(heartbeat_interval_s, grace_period_s, max_retry)
+            if path is None:
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=_engine_kwargs(url, False), **heartbeat)
+            return RetryingSQLiteStorage(
+                url, engine_kwargs=_engine_kwargs(url, True), **heartbeat,
+                skip_table_creation=copied, skip_compatibility_check=copied,
+                template_copy=copied)
     except Exception as err:
         raise _storage_error(url, err) from err
 

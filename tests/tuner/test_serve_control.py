@@ -226,9 +226,11 @@ def test_a_study_s_trials_are_one_page_of_at_most_the_default(tmp_path: Path) ->
         assert [r["number"] for r in rest.json()] == list(range(1000, 1005))
 
 
-def test_studies_come_in_pages(client: httpx.Client) -> None:
+def test_studies_come_in_pages(client: httpx.Client, server: Server, tmp_path: Path) -> None:
+    for name in ("paged-a", "paged-b", "paged-c"):  # whatever the module's other tests made
+        _cli_study(_storage(server), tmp_path, name)
     names = [s["name"] for s in client.get("/v1/studies").json()]
-    assert len(names) >= 2
+    assert len(names) >= 3
     answer = client.get("/v1/studies", params={"offset": 1, "limit": 1})
     assert [s["name"] for s in answer.json()] == names[1:2]
     assert answer.headers["x-total-count"] == str(len(names))
