@@ -131,7 +131,8 @@ NEMO_ATTRIBUTES = {
 TORCHTITAN_KEYS = {
     # torchtitan v0.2.2 torchtitan/config/job_config.py, commit
     # 73a0e6979dd10b6b1904098eb3c8f62c18ab87ce (classes Training, Parallelism,
-    # ActivationCheckpoint)
+    # ActivationCheckpoint, Model)
+    "model": {"name", "flavor"},
     "training": {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
                  "enable_cpu_offload"},
     "parallelism": {"data_parallel_replicate_degree", "data_parallel_shard_degree",

@@ -8,9 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from click.testing import CliRunner
 
+from search_spaces import model_catalog
 from tuner.cli import main
+from tuner.export import torchtitan
 
 from .specs import write
 from .test_plan_export import NEMO_ATTRIBUTES
@@ -86,7 +89,38 @@ def test_torchtitan_names_the_expert_args_of_the_users_own_experts(tmp_path: Pat
         assert arg in note, arg
 
 
-def test_torchtitan_says_nothing_of_a_catalog_model(tmp_path: Path) -> None:
+def test_torchtitan_names_the_flavor_of_a_catalog_model(tmp_path: Path) -> None:
     model = {"base": "llama3-8b", "name": "llama3-8b"}
     text = _plan(tmp_path, model, "torchtitan", tp=[4], pp=[1])
-    assert "is not in the catalog" not in text
+    assert "# note: model" not in text
+    assert tomllib.loads(text)["model"] == {"name": "llama3", "flavor": "8B"}
+
+
+def test_torchtitan_notes_a_catalog_model_it_has_no_flavor_of(tmp_path: Path) -> None:
+    model = {"base": "gpt3-1.3b", "name": "gpt3-1.3b"}
+    text = _plan(tmp_path, model, "torchtitan", tp=[4], pp=[1])
+    note = next(line for line in text.splitlines() if "has no flavor in torchtitan" in line)
+    assert "dim=2048" in note and "a GeLU MLP" in note
+    assert "model" not in tomllib.loads(text)
+
+
+def test_torchtitan_flavors_build_the_catalog_models() -> None:
+    """Each flavor's shape as torchtitan v0.2.2 states it (commit 73a0e69: llama3_configs,
+    deepseekv3_args, qwen3_args, gptoss_configs and GptOssModelArgs' defaults): layers, width,
+    heads, kv heads (MLA: heads), experts, top-k, expert width; the catalog model's agree."""
+    flavors = {
+        ("llama3", "8B"): (32, 4096, 32, 8, None, None, None),
+        ("llama3", "70B"): (80, 8192, 64, 8, None, None, None),
+        ("llama3", "405B"): (126, 16384, 128, 8, None, None, None),
+        ("deepseek_v3", "671B"): (61, 7168, 128, 128, 256, 8, 2048),
+        ("qwen3", "30B-A3B"): (48, 2048, 32, 4, 128, 8, 768),
+        ("qwen3", "235B-A22B"): (94, 4096, 64, 4, 128, 8, 1536),
+        ("gpt_oss", "20b"): (24, 2880, 64, 8, 32, 4, 2880),
+        ("gpt_oss", "120b"): (36, 2880, 64, 8, 128, 4, 2880),
+    }
+    assert set(torchtitan.FLAVORS.values()) == set(flavors)
+    for name, flavor in torchtitan.FLAVORS.items():
+        m = model_catalog()[name]
+        shape = (m.layers, m.hidden, m.heads, m.kv_heads, getattr(m, "experts", None),
+                 getattr(m, "top_k", None), getattr(m, "expert_ffn_hidden", None))
+        assert shape == flavors[flavor], name

@@ -1,15 +1,15 @@
-"""A torchtitan job config (TOML): its [training], [parallelism] and [activation_checkpoint]
-sections.
+"""A torchtitan job config (TOML): its [model] (for a catalog model torchtitan has a flavor
+of), [training], [parallelism] and [activation_checkpoint] sections.
 
 Keys from torchtitan v0.2.2 torchtitan/config/job_config.py (commit
-73a0e6979dd10b6b1904098eb3c8f62c18ab87ce): Training (local_batch_size: per data-parallel
-rank, global_batch_size, seq_len, mixed_precision_param, enable_cpu_offload), Parallelism
-(data_parallel_replicate_degree, data_parallel_shard_degree, fsdp_reshard_after_forward,
-tensor_parallel_degree, pipeline_parallel_degree, pipeline_parallel_schedule,
-pipeline_parallel_layers_per_stage, pipeline_parallel_first_stage_less_layers,
-pipeline_parallel_last_stage_less_layers, pipeline_parallel_microbatch_size,
-context_parallel_degree, expert_parallel_degree, expert_tensor_parallel_degree,
-expert_parallel_comm_backend) and
+73a0e6979dd10b6b1904098eb3c8f62c18ab87ce): Model (name, flavor), Training (local_batch_size:
+per data-parallel rank, global_batch_size, seq_len, mixed_precision_param,
+enable_cpu_offload), Parallelism (data_parallel_replicate_degree, data_parallel_shard_degree,
+fsdp_reshard_after_forward, tensor_parallel_degree, pipeline_parallel_degree,
+pipeline_parallel_schedule, pipeline_parallel_layers_per_stage,
+pipeline_parallel_first_stage_less_layers, pipeline_parallel_last_stage_less_layers,
+pipeline_parallel_microbatch_size, context_parallel_degree, expert_parallel_degree,
+expert_tensor_parallel_degree, expert_parallel_comm_backend) and
 ActivationCheckpoint (mode: none | selective | full, selective_ac_option). Data parallelism
 is FSDP2: ZeRO 0 replicates (DDP), ZeRO 1 and 2 shard without resharding after the forward
 pass (gradients sharded too), ZeRO 3 reshards (weights gathered per use)."""
@@ -23,7 +23,7 @@ from search_spaces import model_catalog
 from .launch import LaunchPlan, deepep_notes
 from .pools import EndSplit, end_split, pool_notes
 
-__all__ = ["DEGREE_KEYS", "flavor_args", "layers_per_stage", "render", "sections"]
+__all__ = ["DEGREE_KEYS", "FLAVORS", "flavor_args", "layers_per_stage", "render", "sections"]
 
 DEGREE_KEYS = {"tp": "tensor_parallel_degree", "pp": "pipeline_parallel_degree",
                "cp": "context_parallel_degree", "ep": "expert_parallel_degree",
@@ -170,14 +170,30 @@ def _ffn_args(dim: int, ffn_hidden: int) -> dict[str, Any]:
     return {"hidden_dim": ffn_hidden}
 
 
-def _model_notes(lp: LaunchPlan) -> list[str]:
-    """torchtitan builds the architecture of the [model] flavor, set in its code and not in
-    this config: a model other than a catalog one (a model of the user's own, or a catalog
-    model with a field changed) gets a note with the args a flavor must have, and what no
-    flavor of llama3's builds."""
+FLAVORS = {"llama3-8b": ("llama3", "8B"), "llama3-70b": ("llama3", "70B"),
+           "llama3-405b": ("llama3", "405B"), "deepseek-v3": ("deepseek_v3", "671B"),
+           "qwen3-30b-a3b": ("qwen3", "30B-A3B"), "qwen3-235b-a22b": ("qwen3", "235B-A22B"),
+           "gpt-oss-20b": ("gpt_oss", "20b"), "gpt-oss-120b": ("gpt_oss", "120b")}
+"""The catalog models torchtitan v0.2.2 ships a flavor of, as its [model] `name` (a module of
+torchtitan/models/, `_supported_models` in torchtitan/models/__init__.py) and `flavor` (a key
+of the module's args dict: llama3_configs in models/llama3/__init__.py, deepseekv3_args in
+models/deepseek_v3/__init__.py, qwen3_args in models/qwen3/__init__.py, gptoss_configs in
+models/gpt_oss/__init__.py; commit 73a0e69). Each flavor's layers, width, heads, kv heads,
+experts, top-k and expert width are the catalog model's; torchtitan takes the vocabulary
+from the tokenizer at `hf_assets_path`, which the user sets."""
+
+
+def _model(lp: LaunchPlan) -> tuple[dict[str, Any], list[str]]:
+    """The [model] section of a catalog model torchtitan has a flavor of; otherwise, since
+    torchtitan builds the architecture of the [model] flavor, set in its code and not in this
+    config, a note with the args a flavor must have, and what no flavor of llama3's builds
+    (a model of the user's own, a catalog model with a field changed, or one torchtitan has
+    no flavor of)."""
     m = lp.model
-    if model_catalog().get(m.name) == m:
-        return []
+    catalog = model_catalog().get(m.name) == m
+    if catalog and m.name in FLAVORS:
+        name, flavor = FLAVORS[m.name]
+        return {"name": name, "flavor": flavor}, []
     args = ", ".join(f"{k}={v}" for k, v in flavor_args(m).items())
     unbuilt = [what for what, off in (
         ("a GeLU MLP", not m.gated_mlp), ("LayerNorm", m.normalization == "layernorm"),
@@ -186,16 +202,18 @@ def _model_notes(lp: LaunchPlan) -> list[str]:
         ("tied embeddings", m.tied_embeddings),
         ("multi-head latent attention", getattr(m, "attention", None) is not None)) if off]
     more = (f"; torchtitan's llama3 builds none of: {', '.join(unbuilt)}" if unbuilt else "")
-    return [f"model {m.name} is not in the catalog: torchtitan builds its [model] flavor's "
-            f"architecture, not this config's, so train it with a flavor whose args are "
-            f"{args}{more}"]
+    why = "has no flavor in torchtitan v0.2.2" if catalog else "is not in the catalog"
+    return {}, [f"model {m.name} {why}: torchtitan builds its [model] flavor's "
+                f"architecture, not this config's, so train it with a flavor whose args are "
+                f"{args}{more}"]
 
 
 def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """{section: {key: value}} in order, and notes on what torchtitan cannot express."""
+    model, model_notes = _model(lp)
     notes = pool_notes(lp.pools, "torchtitan", lp.stage_split,
                        batch=lp.batch_micro_batches) + _expert_tensor_note(lp) + \
-        deepep_notes(lp) + _model_notes(lp)
+        deepep_notes(lp) + model_notes
     p = lp.plan
     per_rank = lp.batch_per_replica if p.pp > 1 else p.micro_batch  # pp = 1: accumulation
     training: dict[str, Any] = {"local_batch_size": per_rank,
@@ -219,7 +237,8 @@ def sections(lp: LaunchPlan) -> tuple[dict[str, dict[str, Any]], list[str]]:
     checkpoint: dict[str, Any] = {"mode": recompute}
     if recompute == "selective":
         checkpoint["selective_ac_option"] = "op"
-    return {"training": training, "parallelism": parallelism,
+    parts = {"model": model} if model else {}
+    return {**parts, "training": training, "parallelism": parallelism,
             "activation_checkpoint": checkpoint}, notes
 
 
