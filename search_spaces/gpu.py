@@ -10,7 +10,13 @@ import math
 from dataclasses import replace
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from cost import PRECISIONS, GPUSpec
 
@@ -63,7 +69,9 @@ class GPUSection(Frozen):
     of the same fields replacing the catalog's. An fp8 peak without a bf16 one implies bf16 at
     half of it (FP8_OVER_BF16), which fp8 training's attention and output layer run at.
     Prices are USD per GPU-hour; a GPU without a base and without `price_per_hour` has no
-    price (refused for cost objectives)."""
+    price (refused for cost objectives). `compute_capability` (CUDA's, 9.0 for Hopper) says
+    which kernels run on it (cost.deepep: DeepEP's dispatch); a GPU without one is taken to run
+    them all."""
 
     base: str | None = None
     name: str | None = None
@@ -72,11 +80,23 @@ class GPUSection(Frozen):
     hbm_bandwidth: HbmBandwidth | None = None
     price_per_hour: Usd | None = None
     spot_price_per_hour: Usd | None = None
+    compute_capability: Annotated[float, Field(ge=1.0, le=20.0)] | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _named(cls, value: Any) -> Any:
         return _default_name(value)
+
+    @model_serializer(mode="wrap")
+    def _without_unstated_capability(self, handler: SerializerFunctionWrapHandler
+                                     ) -> dict[str, Any]:
+        """Dumped without `compute_capability` when it is not stated, as before the field
+        was added: a stored study's problem (studies.identity) is its spec's dump, so a
+        study made before it continues."""
+        out: dict[str, Any] = handler(self)
+        if self.compute_capability is None:
+            out.pop("compute_capability", None)
+        return out
 
     @model_validator(mode="after")
     def _complete(self) -> "GPUSection":
@@ -103,7 +123,8 @@ class GPUSection(Frozen):
 
 _FIELDS = {"hbm_capacity": "hbm_capacity_bytes", "hbm_bandwidth": "hbm_bandwidth_bytes_per_s",
            "price_per_hour": "price_usd_per_hour",
-           "spot_price_per_hour": "spot_price_usd_per_hour"}
+           "spot_price_per_hour": "spot_price_usd_per_hour",
+           "compute_capability": "compute_capability"}
 """GPUSection field -> the GPUSpec field it sets (peak_flops aside: merged per precision)."""
 
 

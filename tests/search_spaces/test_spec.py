@@ -123,6 +123,37 @@ def test_custom_gpu_with_a_single_peak() -> None:
     assert cluster.gpu.hbm_capacity_bytes == 96 * 2**30
 
 
+def test_a_gpu_states_its_compute_capability() -> None:
+    """DeepEP's internode dispatch needs SM90 (cost.deepep): a GPU of one's own had no compute
+    capability, so it was taken to run it; now it may say, and a base GPU's is kept unless
+    replaced."""
+    own = {"name": "my-a100", "peak_flops": "312 TFLOP/s", "hbm_capacity": "80 GiB",
+           "hbm_bandwidth": "2 TB/s", "compute_capability": 8.0}
+    gpu_of = {name: parse_spec(_section("cluster", gpu=gpu)).to_cost_inputs()[1].gpu
+              for name, gpu in (("own", own), ("base", {"base": "h100-80gb"}),
+                                ("replaced", {"base": "h100-80gb", "name": "h100-slow",
+                                              "compute_capability": 8.9}))}
+    assert gpu_of["own"].compute_capability == 8.0
+    assert gpu_of["base"].compute_capability == 9.0
+    assert gpu_of["replaced"].compute_capability == 8.9
+    moe = _spec(model="mixtral-8x7b", stack={"ep_dedup": True},
+                cluster={"gpu": own, "nodes": 2, "gpus_per_node": 8},
+                plan={"tp": 1, "pp": 1, "ep": 8})
+    with pytest.raises(SpecError) as err:
+        parse_spec(moe)
+    assert err.value.field == "stack.ep_dedup" and "my-a100 is SM80" in err.value.message
+    with pytest.raises(SpecError) as err:
+        parse_spec(_section("cluster", gpu={**own, "compute_capability": 80}))
+    assert err.value.field == "cluster.gpu.compute_capability"
+    # a study's problem is its spec's dump: unstated, the field is not in it, as before it
+    # existed, so that a study made then continues (studies.identity)
+    unstated = {k: v for k, v in own.items() if k != "compute_capability"}
+    dumped = {name: parse_spec(_section("cluster", gpu=gpu)).model_dump(mode="json")
+              for name, gpu in (("stated", own), ("unstated", unstated))}
+    assert dumped["stated"]["cluster"]["gpu"]["compute_capability"] == 8.0
+    assert "compute_capability" not in dumped["unstated"]["cluster"]["gpu"]
+
+
 @pytest.mark.parametrize(("gpu", "says"), [
     ({"name": "h100-80gb", "peak_flops": "1200 TFLOP/s", "hbm_capacity": "144 GiB",
       "hbm_bandwidth": "5 TB/s"}, "write base: h100-80gb instead of name"),
