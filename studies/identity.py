@@ -255,6 +255,17 @@ def _shared_gpus(stored: Any, now: Any) -> tuple[Any, Any]:
 def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between two resolved problems, in a few words: the first differing
     fields of the spec, the catalog entries, the calibration and the cost-model version."""
+    found = problem_leaf_differences(stored, now)
+    shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
+    if len(found) > _SHOWN:
+        shown += f" (and {len(found) - _SHOWN} more)"
+    return shown
+
+
+def problem_leaf_differences(stored: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Each difference between two resolved problems ('plan.tp differs: ...'); none where
+    they differ only by fields a later version added, left out (null) in both, whose digests
+    differ all the same."""
     found = []
     for part, prefix in _WHAT.items():
         if part == "cost_model":
@@ -265,8 +276,5 @@ def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
         if part == "catalog":
             old, new = _shared_gpus(old, new)
         found += [prefix + line for line in leaf_differences(old, new)]
-    shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
-    if len(found) > _SHOWN:
-        shown += f" (and {len(found) - _SHOWN} more)"
-    return shown
+    return found
 

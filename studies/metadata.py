@@ -25,6 +25,7 @@ from .identity import (
     problem,
     problem_differences,
     problem_digest,
+    problem_leaf_differences,
     without_profile_name,
 )
 from .metrics import name_metrics
@@ -208,8 +209,9 @@ def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
         gpus = gpu_labels(spec)
         stored = for_gpus(without_profile_name(json.loads(attrs.get("problem_json", "{}"))),
                           gpus)
-        if problem_digest(stored) == problem_digest(for_gpus(now, gpus)):
-            return
+        if problem_digest(stored) == problem_digest(for_gpus(now, gpus)) or \
+                not problem_leaf_differences(stored, for_gpus(now, gpus)):
+            return  # the same problem, its digest moved with the spec's schema
         shown = problem_differences(stored, for_gpus(now, gpus))
     elif attrs.get("cost_model_version") in (None, now["cost_model"]):
         return

@@ -32,3 +32,29 @@ def test_a_study_stored_without_todays_optional_fields_continues(tmp_path: Path)
     other = spec_of(gpt3_text(micro_batch=2))
     with pytest.raises(StudyError, match=r"plan\.micro_batch differs"):
         create_or_continue(storage, other, text, directions=["maximize"], target_trials=9)
+
+
+def test_a_problem_stored_without_todays_optional_fields_continues(tmp_path: Path) -> None:
+    """The resolved problem (studies.identity) holds the spec's dump too, so its digest moves
+    when a field is added: continuing refused the study as "made for another problem: the
+    stored problem differs", naming nothing. Now only differences of values count."""
+    from studies import problem_digest
+
+    storage = storage_in(tmp_path)
+    text = gpt3_text()
+    spec = spec_of(text)
+    study = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=5)
+    problem = json.loads(study.user_attrs["problem_json"])
+    older = {**problem, "spec": _drop_nulls(problem["spec"])}
+    assert older != problem  # some field is null today
+    study.set_user_attr("problem_json", json.dumps(older))
+    study.set_user_attr("problem_digest", problem_digest(older))
+    again = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=9)
+    assert again.user_attrs["target_trials"] == 9
+    gpus = {name: {**gpu, "hbm_capacity_bytes": 1.0}
+            for name, gpu in older["catalog"]["gpus"].items()}
+    changed = {**older, "catalog": {**older["catalog"], "gpus": gpus}}
+    study.set_user_attr("problem_json", json.dumps(changed))
+    study.set_user_attr("problem_digest", problem_digest(changed))
+    with pytest.raises(StudyError, match=r"hbm_capacity_bytes differs"):
+        create_or_continue(storage, spec, text, directions=["maximize"], target_trials=9)
