@@ -30,6 +30,7 @@ from search_spaces import StudySpec, gpu_catalog, is_choice
 
 __all__ = ["CACHE_ENV", "cache_root", "cached_code_digest", "code_digest", "cost_model_version",
            "for_gpus", "gpu_labels", "problem", "problem_differences", "problem_digest",
+           "problem_leaf_differences", "shown_differences",
            "without_profile_name"]
 
 CACHE_ENV = "TUNER_CACHE_DIR"
@@ -255,8 +256,14 @@ def _shared_gpus(stored: Any, now: Any) -> tuple[Any, Any]:
 def problem_differences(stored: dict[str, Any], now: dict[str, Any]) -> str:
     """What differs between two resolved problems, in a few words: the first differing
     fields of the spec, the catalog entries, the calibration and the cost-model version."""
-    found = problem_leaf_differences(stored, now)
-    shown = "; ".join(found[:_SHOWN]) or "the stored problem differs"
+    return shown_differences(problem_leaf_differences(stored, now),
+                             otherwise="the stored problem differs")
+
+
+def shown_differences(found: list[str], *, otherwise: str) -> str:
+    """The first few of `found` differences in one line, with how many more there are;
+    `otherwise` where there are none."""
+    shown = "; ".join(found[:_SHOWN]) or otherwise
     if len(found) > _SHOWN:
         shown += f" (and {len(found) - _SHOWN} more)"
     return shown

@@ -23,9 +23,9 @@ from .identity import (
     gpu_labels,
     leaf_differences,
     problem,
-    problem_differences,
     problem_digest,
     problem_leaf_differences,
+    shown_differences,
     without_profile_name,
 )
 from .metrics import name_metrics
@@ -51,7 +51,6 @@ _NOT_COMPARED = _NOT_THE_PROBLEM | {"calibration"}
 """What the spec's comparison leaves out: those sections, and the calibration profile's file
 name, whose contents the resolved problem compares (studies.identity, `_check_resolved`): a
 profile moved or renamed with the same numbers is the same problem."""
-_SHOWN_DIFFERENCES = 3
 _CREATING_WAIT_S = 10.0
 """How long a study another process is creating may take to get our metadata (`_written`)."""
 
@@ -86,9 +85,7 @@ def _mismatch(
     stored = json.loads(study.user_attrs.get("spec_json", "{}"))
     found = leaf_differences(_problem(stored), spec.model_dump(mode="json",
                                                            exclude=_NOT_COMPARED))
-    shown = "; ".join(found[:_SHOWN_DIFFERENCES]) or "the stored spec differs"
-    if len(found) > _SHOWN_DIFFERENCES:
-        shown += f" (and {len(found) - _SHOWN_DIFFERENCES} more)"
+    shown = shown_differences(found, otherwise="the stored spec differs")
     return StudyError(
         f"study '{study.study_name}' in {_storage_name(storage)} holds another problem: "
         f"{shown}; give the spec another `name:` to start a new study, or run "
@@ -209,10 +206,12 @@ def _check_resolved(storage: optuna.storages.BaseStorage, study: optuna.Study,
         gpus = gpu_labels(spec)
         stored = for_gpus(without_profile_name(json.loads(attrs.get("problem_json", "{}"))),
                           gpus)
-        if problem_digest(stored) == problem_digest(for_gpus(now, gpus)) or \
-                not problem_leaf_differences(stored, for_gpus(now, gpus)):
-            return  # the same problem, its digest moved with the spec's schema
-        shown = problem_differences(stored, for_gpus(now, gpus))
+        found = problem_leaf_differences(stored, for_gpus(now, gpus))
+        # none: the same problem, whose digest moved with other GPUs' calibration or with
+        # fields the spec gained since, left out (null)
+        if not found:
+            return
+        shown = shown_differences(found, otherwise="")
     elif attrs.get("cost_model_version") in (None, now["cost_model"]):
         return
     else:
