@@ -10,13 +10,7 @@ import math
 from dataclasses import replace
 from typing import Annotated, Any
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from cost import PRECISIONS, GPUSpec
 
@@ -86,17 +80,6 @@ class GPUSection(Frozen):
     @classmethod
     def _named(cls, value: Any) -> Any:
         return _default_name(value)
-
-    @model_serializer(mode="wrap")
-    def _without_unstated_capability(self, handler: SerializerFunctionWrapHandler
-                                     ) -> dict[str, Any]:
-        """Dumped without `compute_capability` when it is not stated, as before the field
-        was added: a stored study's problem (studies.identity) is its spec's dump, so a
-        study made before it continues."""
-        out: dict[str, Any] = handler(self)
-        if self.compute_capability is None:
-            out.pop("compute_capability", None)
-        return out
 
     @model_validator(mode="after")
     def _complete(self) -> "GPUSection":

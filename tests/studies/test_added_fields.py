@@ -58,3 +58,29 @@ def test_a_problem_stored_without_todays_optional_fields_continues(tmp_path: Pat
     study.set_user_attr("problem_digest", problem_digest(changed))
     with pytest.raises(StudyError, match=r"hbm_capacity_bytes differs"):
         create_or_continue(storage, spec, text, directions=["maximize"], target_trials=9)
+
+
+def test_a_gpu_of_ones_own_stored_before_compute_capability_continues(tmp_path: Path) -> None:
+    """`cluster.gpu.compute_capability` was added after studies with GPUs of their own were
+    stored: their spec and problem hold no such key, today's dump holds it null."""
+    import yaml
+
+    from studies import problem_digest
+
+    data = yaml.safe_load(gpt3_text())
+    data["cluster"]["gpu"] = {"name": "my-a100", "peak_flops": "312 TFLOP/s",
+                              "hbm_capacity": "80 GiB", "hbm_bandwidth": "2 TB/s"}
+    text = yaml.safe_dump(data, sort_keys=False)
+    spec = spec_of(text)
+    storage = storage_in(tmp_path)
+    study = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=5)
+    stored_spec = json.loads(study.user_attrs["spec_json"])
+    assert stored_spec["cluster"]["gpu"].pop("compute_capability", 0) is None
+    problem = json.loads(study.user_attrs["problem_json"])
+    assert problem["spec"]["cluster"]["gpu"].pop("compute_capability", 0) is None
+    study.set_user_attr("spec_json", json.dumps(stored_spec))  # as the version before stored
+    study.set_user_attr("spec_digest", "0" * 64)
+    study.set_user_attr("problem_json", json.dumps(problem))
+    study.set_user_attr("problem_digest", problem_digest(problem))
+    again = create_or_continue(storage, spec, text, directions=["maximize"], target_trials=9)
+    assert again.user_attrs["target_trials"] == 9
