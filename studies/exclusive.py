@@ -47,11 +47,12 @@ def exclusively(study: optuna.Study) -> Iterator[None]:
         with _advisory_lock(storage.engine, study._study_id):
             yield
         return
-    path = getattr(getattr(storage, "_backend", None), "_file_path", None)
-    if isinstance(storage, optuna.storages.JournalStorage) and isinstance(path, str):
-        with _flocked(path):
-            yield
-        return
+    if isinstance(storage, optuna.storages.JournalStorage):
+        path = getattr(storage._backend, "_file_path", None)  # a JournalFileBackend's
+        if isinstance(path, str):
+            with _flocked(path):
+                yield
+            return
     yield
 
 

@@ -209,8 +209,8 @@ def _skip_alembic_on_template_copies() -> None:
     (the template is made per Optuna, SQLAlchemy and SQLite version), which is what the read
     would find, so on a copy it is skipped; every other storage reads it as Optuna does. Where
     Optuna's internals are not as this expects, nothing is changed."""
-    manager = getattr(getattr(optuna.storages, "_rdb", None), "storage", None)
-    manager = getattr(manager, "_VersionManager", None)
+    module = getattr(getattr(optuna.storages, "_rdb", None), "storage", None)
+    manager = getattr(module, "_VersionManager", None)
     original = getattr(manager, "_init_alembic", None)
     if manager is None or not callable(original):
         return
