@@ -213,9 +213,11 @@ def _optimizer_and_offload_s(cluster: ClusterSpec, held: Footprint, d: Degrees,
                              eff: Efficiency, *, micro_batch_s: Array) -> tuple[Array, Array]:
     """Adam on the local shard, memory-bound in HBM; offloaded, its state streams over the
     expansion link (read and write, with gradients in and weights out: ZeRO-Offload); offloaded
-    weights stream in twice per micro-batch, prefetched behind its compute (ZeRO-Infinity)."""
+    weights stream in twice per micro-batch, prefetched behind its compute (ZeRO-Infinity).
+    A cluster without an expansion tier has no link to offload over: such a plan never
+    finishes a step (inf seconds; it is infeasible, cost.memory says why)."""
     state = held.state
-    link_bw = np.maximum(np.asarray(cluster.expansion_bandwidth_bytes_per_s, dtype=float), 1.0)
+    link_bw = np.asarray(cluster.expansion_bandwidth_bytes_per_s, dtype=float)
     in_hbm: Array = np.float64(0.0)
     state_bytes: Array = np.float64(0.0)
     weight_bytes: Array = np.float64(0.0)
@@ -228,7 +230,9 @@ def _optimizer_and_offload_s(cluster: ClusterSpec, held: Footprint, d: Degrees,
                                              + state.weight)
         weight_bytes = weight_bytes + group.params * state.weight / np.where(
             d.zero >= 3, group.shard_ranks, 1.0)
-    stream = np.maximum(2.0 * weight_bytes / link_bw - micro_batch_s, 0.0) * d.micro_batches
+    with np.errstate(divide="ignore"):  # no link: inf seconds
+        stream = np.maximum(2.0 * weight_bytes / link_bw - micro_batch_s, 0.0) * d.micro_batches
+        moved = state_bytes / link_bw
     optimizer = np.where(d.offload >= 1, 0.0, in_hbm)
-    offload = np.where(d.offload >= 1, state_bytes / link_bw, 0.0)
+    offload = np.where(d.offload >= 1, moved, 0.0)
     return optimizer, offload + np.where(d.offload >= 2, stream, 0.0)

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,20 @@ def test_offload_moves_state_to_the_expansion_tier() -> None:
 def test_offload_without_expansion_capacity_does_not_fit() -> None:
     report = evaluate(gpt(), cluster(8), run(64), Plan(tp=8, pp=8, offload=1))
     assert not bool(report.fits)
+
+
+def test_offload_without_a_tier_never_ends_a_step() -> None:
+    """No expansion tier, no link to offload over: the offload term and the step are inf
+    (they were some 1e10 s, the state's bytes over a link floored at 1 B/s), the rest finite,
+    with no division warning; a plan that offloads nothing is untouched."""
+    off = np.array([0, 1, 2], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = evaluate(gpt(), cluster(8), run(64), Plan(tp=8, pp=8, offload=off))
+    assert report.step.offload_s[0] == 0 and np.isfinite(report.step_time_s[0])
+    assert np.all(np.isinf(report.step.offload_s[1:]))
+    assert np.all(np.isinf(report.step_time_s[1:])) and not np.any(report.fits[1:])
+    assert np.all(np.isfinite(report.step.compute_s))
 
 
 def test_usable_hbm_subtracts_the_reserve() -> None:

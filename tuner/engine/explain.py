@@ -11,6 +11,7 @@ best of the same neighbourhood on today's HBM, so that the difference is due to 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -98,7 +99,7 @@ def time_terms(model: Any, cluster: AnyCluster, training: Any, plan: Plan,
     seconds = {"compute": flop_bound, "memory_bound": busy - flop_bound, **step}
     total = sum(seconds.values())
     terms = [{"term": k, "label": TERM_LABELS.get(k, k), "seconds": v,
-              "share": v / total if total > 0 else 0.0} for k, v in seconds.items()]
+              "share": _share(v, total)} for k, v in seconds.items()]
     return sorted(terms, key=lambda t: -t["seconds"])
 
 
@@ -164,8 +165,18 @@ def _best_neighbour(space: Space, cluster: ClusterSpec) -> dict[str, Any] | None
             "feasible_plans": candidate.feasible_plans}
 
 
+def _share(part: float, total: float) -> float:
+    """A term's share of the step; a step without end (inf: offload with no tier to offload
+    to) is all its endless term's."""
+    if math.isinf(total):
+        return 1.0 if math.isinf(part) else 0.0
+    return part / total if total > 0 else 0.0
+
+
 def _change(before: float, after: float) -> float:
-    """Relative change of a step time (negative: faster)."""
+    """Relative change of a step time (negative: faster); none between two steps without end."""
+    if math.isinf(before) and math.isinf(after):
+        return 0.0
     return after / before - 1.0 if before > 0 else 0.0
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from cost import PlanRecord, PlanResult
 
 from .studies import plan_summary
-from .text import cluster_line, pool_rows, price_rows
+from .text import cluster_line, pool_rows, price_rows, seconds_text
 
 __all__ = ["explain_text"]
 
@@ -16,7 +17,7 @@ _GIB = 2.0**30
 
 
 def _percent(change: float) -> str:
-    return f"{100.0 * change:+.1f} %"
+    return f"{100.0 * change:+.1f} %" if math.isfinite(change) else "without end"
 
 
 def _terms(out: Mapping[str, Any]) -> list[str]:
@@ -25,7 +26,7 @@ def _terms(out: Mapping[str, Any]) -> list[str]:
     width = max((len(t["label"]) for t in shown), default=0)
     for t in shown:
         mark = "  <- dominant" if t["term"] == out["dominant"] else ""
-        rows.append(f"    {t['label']:<{width}} {t['seconds']:8.3f} s "
+        rows.append(f"    {t['label']:<{width}} {seconds_text(t['seconds'], 8)} "
                     f"{100 * t['share']:5.1f} %{mark}")
     return rows
 
@@ -59,11 +60,17 @@ def _figures(change: Mapping[str, Any], scale: float, fmt: str, unit: str) -> st
 def _bandwidth_rows(what_if: Mapping[str, Any]) -> list[str]:
     out, hbm = what_if["scale_out_bandwidth_x2"], what_if["hbm_bandwidth_x2"]
     return [
-        f"    2x scale-out bandwidth ({_figures(out, 1e9, 'g', 'GB/s per GPU')}): "
-        f"step {out['step_time_s']:.3f} s ({_percent(out['change'])})",
-        f"    2x HBM bandwidth ({_figures(hbm, 1e12, '.2f', 'TB/s')}): "
-        f"step {hbm['step_time_s']:.3f} s ({_percent(hbm['change'])})",
+        f"    2x scale-out bandwidth ({_figures(out, 1e9, 'g', 'GB/s per GPU')}): {_step(out)}",
+        f"    2x HBM bandwidth ({_figures(hbm, 1e12, '.2f', 'TB/s')}): {_step(hbm)}",
     ]
+
+
+def _step(change: Mapping[str, Any]) -> str:
+    """'step 12.345 s (-3.0 %)', or 'step never' for a step without end."""
+    seconds = change["step_time_s"]
+    if not math.isfinite(seconds):
+        return f"step {seconds_text(seconds)}"
+    return f"step {seconds_text(seconds)} ({_percent(change['change'])})"
 
 
 def _neighbour(best: Mapping[str, Any] | None) -> str:
@@ -123,7 +130,7 @@ def explain_text(out: Mapping[str, Any]) -> str:
         f"  model             {out['model']}",
         f"  cluster           {cluster_line(c)}",
         f"  plan              {plan_summary(PlanRecord.from_dict(out['plan']))} ({status})",
-        f"  step time         {out['step_time_s']:.3f} s, MFU {100.0 * out['mfu']:.1f} %",
+        f"  step time         {seconds_text(out['step_time_s'])}, MFU {100.0 * out['mfu']:.1f} %",
         *_calibration_rows(out.get("calibration")),
         *_terms(out),
         *pool_rows(out.get("pools"), out.get("bottleneck", "")),

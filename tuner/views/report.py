@@ -26,7 +26,7 @@ from .report_figures import (
     time_figure,
 )
 from .studies import best_cells, cluster_summary, no_feasible_note, plan_summary
-from .text import pool_rows, unit_label, usd
+from .text import pool_rows, seconds_text, unit_label, usd
 
 __all__ = ["build_report", "search_figures"]
 
@@ -52,7 +52,7 @@ pre { background: #f6f6f6; padding: 0.8rem; overflow-x: auto; }
 def _cards(result: PlanResult) -> str:
     """The headline numbers of the best plan."""
     cards = [
-        ("step time", f"{result.step_time_s:.3f} s"),
+        ("step time", seconds_text(result.step_time_s)),
         (unit_label(result), f"{result.tokens_per_s:,.0f}"),
         ("MFU", f"{100.0 * result.mfu:.1f} %"),
         ("memory per GPU", f"{result.memory_total_bytes / _GIB:.1f} of "

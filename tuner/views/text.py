@@ -11,7 +11,8 @@ from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult
 from search_spaces.wording import counted
 
 __all__ = ["catalog_json", "catalog_text", "cluster_line", "evaluation_text", "plan_line",
-           "pool_rows", "price_rows", "spot_text", "to_json", "unit_label", "usd"]
+           "pool_rows", "price_rows", "seconds_text", "spot_text", "to_json", "unit_label",
+           "usd"]
 
 _GIB = 2.0**30
 
@@ -122,15 +123,29 @@ def _pool_name(pool: Mapping[str, Any]) -> str:
     return pool["gpu"] if pool["name"] in ("", pool["gpu"]) else f"{pool['name']} ({pool['gpu']})"
 
 
+_NEVER = "never"
+"""A time without end: a plan that offloads with no expansion tier to offload to (inf)."""
+
+
+def seconds_text(value: float, width: int = 0) -> str:
+    """'12.345 s', or 'never' where the time has no end (inf)."""
+    if math.isfinite(value):
+        return f"{value:{width}.3f} s"
+    return f"{_NEVER:>{width + 2}}" if width else _NEVER
+
+
 def _time_rows(result: PlanResult) -> list[str]:
     total = result.step_time_s
     rows = []
     for name, seconds in result.time_breakdown_s.items():
         if name == "ep_comm" and result.workload != "moe":
             continue  # expert all-to-alls: a mixture of experts only
-        share = 100.0 * seconds / total if total > 0 else 0.0
+        if not math.isfinite(total):  # the term without end is all of the step
+            share = 100.0 if not math.isfinite(seconds) else 0.0
+        else:
+            share = 100.0 * seconds / total if total > 0 else 0.0
         mark = "  <- dominant" if name == result.dominant else ""
-        rows.append(f"    {name:<12} {seconds:10.3f} s  {share:5.1f} %{mark}")
+        rows.append(f"    {name:<12} {seconds_text(seconds, 10)}  {share:5.1f} %{mark}")
     return rows
 
 
@@ -153,7 +168,7 @@ def unit_label(result: PlanResult) -> str:
 
 def _headline_rows(result: PlanResult) -> list[str]:
     return [
-        f"  step time         {result.step_time_s:.3f} s",
+        f"  step time         {seconds_text(result.step_time_s)}",
         f"  {unit_label(result):<18}{result.tokens_per_s:,.0f}",
         f"  MFU               {100.0 * result.mfu:.1f} %",
         f"  model TFLOP/s/GPU {result.model_flops_per_gpu / 1e12:.1f}",
@@ -193,9 +208,13 @@ def price_rows(result: PlanResult, tokens: float, *, indent: str = "  ") -> list
     """Cost per hour, time and cost to train `tokens`, and the spot overhead in them."""
     rows = [f"{indent}cost per hour     {usd(result.cost_per_hour_usd, 2)}"]
     if tokens > 0:
-        rows.append(f"{indent}time to train     {result.time_to_train_days:,.1f} days "
+        days = result.time_to_train_days
+        took = f"{days:,.1f} days" if math.isfinite(days) else _NEVER  # a step without end
+        cost = "without bound" if math.isinf(result.cost_to_train_usd) else usd(
+            result.cost_to_train_usd)
+        rows.append(f"{indent}time to train     {took} "
                     f"({tokens:.3g} {'samples' if result.workload == 'layers' else 'tokens'})")
-        rows.append(f"{indent}cost to train     {usd(result.cost_to_train_usd)}")
+        rows.append(f"{indent}cost to train     {cost}")
     if spot_text(result):
         rows.append(f"{indent}spot overhead     {spot_text(result)}")
     if not math.isfinite(result.cost_per_hour_usd):
