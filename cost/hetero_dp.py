@@ -233,6 +233,23 @@ def _server_bandwidth(mixed: MixedCluster, eff: Efficiency) -> Array:
     return np.where(given > 0, given, out) * eff.network_fraction
 
 
+def fewer_replicas(parts: list[_Pool], busy: list[Array], d: Degrees) -> list[Array]:
+    """Replicas of each pool that do one micro-batch fewer than its count, so that the pools
+    do the step's micro-batches and no more: where balanced counts overshoot the batch by
+    less than any pool's replicas (trimmed_counts gives back only a micro-batch on every
+    replica of a pool), e.g. 13 replicas at 20 for a batch of 256 micro-batches: 4 of them do
+    19. They are the busiest pool's that has replicas enough (the step is its other
+    replicas' time all the same), none where the counts make the batch exactly."""
+    done = sum((p.replicas * p.micro_batches for p in parts), start=np.float64(0.0))
+    over = np.broadcast_to(np.maximum(done - d.dp * d.micro_batches, 0.0), d.shape)
+    able = np.stack([np.broadcast_to((p.replicas >= over) & (p.micro_batches > 1.0), d.shape)
+                     for p in parts])
+    load = np.stack([np.where(a, np.broadcast_to(b, d.shape), -np.inf)
+                     for a, b in zip(able, busy, strict=True)])
+    pick = np.argmax(load, axis=0)
+    return [np.where((pick == i) & able[i], over, 0.0) for i in range(len(parts))]
+
+
 def _assemble(mixed: MixedCluster, d: Degrees, parts: list[_Pool], step: StepTime,
               busy: list[Array], bottleneck: Array, eff: Efficiency) -> MixedStep:
     """The MixedStep: every pool's use (idle ones too), the fullest pool's memory, the fit."""
@@ -246,7 +263,8 @@ def _assemble(mixed: MixedCluster, d: Degrees, parts: list[_Pool], step: StepTim
     memory = MemoryUse(**{k: np.take_along_axis(np.stack([np.broadcast_to(
         getattr(p.memory, k), d.shape) for p in parts]), fullest[None, ...], axis=0)[0]
         for k in MemoryUse.__dataclass_fields__})
-    samples = [p.replicas * p.micro_batches for p in parts]
+    fewer = fewer_replicas(parts, busy, d)
+    samples = [p.replicas * p.micro_batches - f for p, f in zip(parts, fewer, strict=True)]
     total = sum(samples, start=np.float64(0.0))
     uses = {i: PoolUse(role=np.ones(d.shape), replicas=np.broadcast_to(p.replicas, d.shape),
                        stages=d.pp, first_stage=np.zeros(d.shape), layers=np.zeros(d.shape),
@@ -254,8 +272,9 @@ def _assemble(mixed: MixedCluster, d: Degrees, parts: list[_Pool], step: StepTim
                        share=np.broadcast_to(s / total, d.shape),
                        busy_s=np.broadcast_to(b, d.shape),
                        memory_bytes=np.broadcast_to(p.memory.total_bytes, d.shape),
-                       usable_bytes=np.full(d.shape, u))
-            for i, p, s, b, u in zip(mixed.used, parts, samples, busy, usable, strict=True)}
+                       usable_bytes=np.full(d.shape, u), fewer=np.broadcast_to(f, d.shape))
+            for i, p, s, b, u, f in zip(mixed.used, parts, samples, busy, usable, fewer,
+                                        strict=True)}
     pools = tuple(uses.get(i) or PoolUse.idle(d.shape, hbm_usable_bytes(c, eff))
                   for i, c in enumerate(mixed.pools))
     index = np.asarray(mixed.used, dtype=np.float64)

@@ -136,8 +136,9 @@ class PoolUse:
     data-parallel replicas, 2 pipeline stages), replicas and stages (and the index of its
     first stage in the pipeline), the layers of its
     fullest stage, micro-batches per replica and step, its share of the samples (data) or of
-    the layers (pipeline), the seconds its busiest GPU computes per step, and the memory of
-    its fullest GPU against its usable HBM."""
+    the layers (pipeline), the seconds its busiest GPU computes per step, the memory of
+    its fullest GPU against its usable HBM, and how many of its replicas do one micro-batch
+    fewer (data: balanced shares that do not divide the batch, cost.hetero_dp)."""
 
     role: Array
     replicas: Array
@@ -149,6 +150,7 @@ class PoolUse:
     busy_s: Array
     memory_bytes: Array
     usable_bytes: Array
+    fewer: Array | float = 0.0
 
     @classmethod
     def idle(cls, shape: tuple[int, ...], usable_bytes: Array | float) -> PoolUse:

@@ -165,6 +165,30 @@ def test_balanced_shares_make_the_batch_and_no_more() -> None:
     assert float(np.ravel(step.pools[1].busy_s)[0]) < float(np.ravel(step.pools[0].busy_s)[0])
 
 
+def test_replicas_that_cannot_give_back_a_whole_micro_batch_each_do_one_fewer() -> None:
+    """Llama 3 8B on 5 A100 and 8 H100, one replica a GPU, a batch of 256: at the balanced step
+    the A100s' 5 replicas fit 10 micro-batches and the H100s' 8 fit 26, 258 for 256, and
+    neither pool can give one back on every replica. evaluate showed 5 x 10 and its share of
+    258; now 2 of the A100 replicas (the busier pool, which has replicas enough) do 9: the
+    pools do 256 between them, the shares add up to the batch, the step is unchanged."""
+    a100 = ClusterSpec.of(gpu_catalog()["a100-80gb"], nodes=1, gpus_per_node=5)
+    h100 = ClusterSpec.of(gpu_catalog()["h100-80gb"], nodes=1)
+    cluster = mix(a100, h100, inter=50e9)
+    training = TrainingSpec(global_batch=256)
+    plan = Plan(tp=1.0, micro_batch=1.0, recompute=2.0, zero=1.0,
+                placement=float(encode("placement", ["data"])[0]),
+                batch_shares=float(encode("batch_shares", [Shares.BALANCED])[0]))
+    step = _both(model_catalog()["llama3-8b"], cluster, training, plan)
+    owned, rented = step.pools
+    assert (float(owned.micro_batches), float(rented.micro_batches)) == (10.0, 26.0)
+    assert (float(owned.fewer), float(rented.fewer)) == (2.0, 0.0)
+    done = sum(float(u.replicas * u.micro_batches - u.fewer) for u in step.pools)
+    assert done == 256.0
+    assert float(owned.share) == pytest.approx(48 / 256)
+    assert float(owned.share + rented.share) == pytest.approx(1.0)
+    assert float(owned.busy_s) >= float(rented.busy_s)  # the step is the 10s' time
+
+
 def test_launch_bound_replicas_run_at_the_hosts_pace_on_any_gpu() -> None:
     """Micro-batches of 128 tokens at tp=8 take less time on either GPU than launching their
     kernels: both pools wait for the same host, so balanced shares are the equal ones."""

@@ -90,11 +90,20 @@ def cluster_line(cluster: Mapping[str, Any]) -> str:
     return " + ".join(parts) + f" ({counted(cluster['gpus'], 'GPU')}{between})"
 
 
+def _replicas(pool: Mapping[str, Any]) -> str:
+    """'13 replicas x 20 micro-batches', or where some do one fewer (balanced shares that do
+    not divide the batch) '9 replicas x 20 + 4 x 19 micro-batches'."""
+    replicas, count = pool["replicas"], pool["micro_batches"]
+    fewer = pool.get("fewer", 0.0)  # results stored before it was kept have none
+    if fewer > 0:
+        return (f"{replicas - fewer:g} replica{'s' if replicas - fewer != 1 else ''} x "
+                f"{count:g} + {fewer:g} x {count - 1:g} micro-batches")
+    return f"{replicas:g} replica{'s' if replicas != 1 else ''} x {count:g} micro-batches"
+
+
 def _role(pool: Mapping[str, Any]) -> str:
     if pool["role"] == "data":
-        plural = "s" if pool["replicas"] != 1 else ""
-        return (f"data: {pool['replicas']:g} replica{plural} x {pool['micro_batches']:g} "
-                f"micro-batches, {100 * pool['share']:.0f} % of the samples")
+        return f"data: {_replicas(pool)}, {100 * pool['share']:.0f} % of the samples"
     if pool["role"] == "pipeline":
         first, stages = int(pool["first_stage"]), int(pool["stages"])
         which = f"stage {first}" if stages == 1 else f"stages {first}-{first + stages - 1}"
