@@ -17,7 +17,7 @@ _GIB = 2.0**30
 
 
 def _percent(change: float) -> str:
-    return f"{100.0 * change:+.1f} %" if math.isfinite(change) else "without end"
+    return f"{100.0 * change:+.1f} %"
 
 
 def _terms(out: Mapping[str, Any]) -> list[str]:
