@@ -128,12 +128,27 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
 
         grads, weights = group.params * held.state.gradient, group.params * held.state.weight
         buckets = dp_buckets(group.params, d, eff)
+        last = last_bucket_share(group.params, d, eff)
         scatter = ring(reduce_scatter_s, grads, calls=buckets)
         gather = ring(all_gather_s, weights, calls=buckets)
         replicas = ring(allreduce_s, grads / shard, across, group.replicas / shard)
         allreduce = gradient_sync_s(grads, n=group.replicas, stride=group.stride,
                                     cluster=cluster, sync=d.sync, servers=d.parameter_servers,
                                     eff=eff, calls=buckets)
+        # the bucket whose gradients are ready last (the first layers') reduces after the
+        # backward, and the one the first layers need gathers before the forward
+        last_scatter = ring(reduce_scatter_s, grads * last)
+        first_gather = ring(all_gather_s, weights * last)
+        last_allreduce = gradient_sync_s(grads * last, n=group.replicas, stride=group.stride,
+                                         cluster=cluster, sync=d.sync,
+                                         servers=d.parameter_servers, eff=eff)
+
+        def bucketed(comm: Array, alone: Array, window: Array) -> Array:
+            """A bucketed collective beside its pass: all buckets but `alone` hide behind
+            the window, `alone` (the last to be ready, or the first to be needed) runs
+            outside it."""
+            alone = np.minimum(alone, comm)
+            return hidden(comm - alone, window) + alone
         # the windows of each ring: the pass, the bubble, and where the ring crosses the NICs
         # the model-parallel traffic that does not (nic_free)
         sharded = nic_free(cluster, stage, stride=group.stride, size=shard)
@@ -141,9 +156,10 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                               size=group.replicas / shard)
         whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
         backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
-        per_step = np.where(d.zero >= 1, hidden(scatter + replicas, backward + sharded[1])
-                            + hidden(gather, forward + sharded[0]),
-                            hidden(allreduce, backward + whole[1]))
+        per_step = np.where(d.zero >= 1,
+                            bucketed(scatter + replicas, last_scatter, backward + sharded[1])
+                            + bucketed(gather, first_gather, forward + sharded[0]),
+                            bucketed(allreduce, last_allreduce, backward + whole[1]))
         per_step = np.where(d.zero >= 2, hidden(gather, forward + sharded[0])
                             + hidden(replicas, backward + replicated[1]), per_step)
         per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s + sharded[1]), 0.0)
@@ -169,6 +185,26 @@ def dp_buckets(params: Value, d: Degrees, eff: Efficiency) -> Array:
     chunk = np.asarray(params, dtype=np.float64) / np.maximum(d.vs, 1.0)
     first = np.where(size > 0, np.ceil(chunk / np.maximum(size, 1.0)), 1.0)
     return np.maximum(first, 1.0) + np.maximum(d.vs, 1.0) - 1.0
+
+
+def last_bucket_share(params: Value, d: Degrees, eff: Efficiency) -> Array:
+    """The share of `params` in the bucket that reduces last: the first model chunk's last
+    bucket (dp_buckets), whose gradients (the first layers', backward's last) are ready only
+    when the backward ends, so that its reduction follows the backward and is not hidden
+    behind it; likewise its weights are gathered before the forward's first layer can run
+    (Megatron-Core's DistributedDataParallel with overlap_grad_reduce and
+    overlap_param_gather: buckets launch as their gradients are ready, in reverse order of the
+    parameters, and the forward waits for each bucket's gather at its first parameter). The
+    bucket size, or the chunk where smaller (the remainder is not tracked: the mean of the
+    chunk's buckets). Megatron-Core's bucket size for every workload, as dp_buckets; other
+    data-parallel software buckets otherwise (PyTorch DDP: 25 MiB, bucket_cap_mb), which
+    `stack.dp_bucket_params` states."""
+    size = (np.maximum(4.0e7, 1.0e6 * d.dp * d.cp) if eff.dp_bucket_params is None
+            else np.float64(eff.dp_bucket_params))
+    chunk = np.asarray(params, dtype=np.float64) / np.maximum(d.vs, 1.0)
+    per_bucket = np.where(size > 0, chunk / np.maximum(np.ceil(chunk / np.maximum(size, 1.0)),
+                                                       1.0), chunk)
+    return per_bucket / np.maximum(np.asarray(params, dtype=np.float64), 1.0)
 
 
 def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Value

@@ -5,7 +5,7 @@ import pytest
 
 from cost import DEFAULT_EFFICIENCY, Plan, evaluate
 from cost.degrees import degrees
-from cost.schedule import dp_buckets, pipeline_bubble_s
+from cost.schedule import dp_buckets, last_bucket_share, pipeline_bubble_s
 from cost.transformer_time import layer_times
 from tests.factories import cluster, gpt, run
 
@@ -60,6 +60,44 @@ def test_megatron_buckets_by_hand() -> None:
     unbucketed = DEFAULT_EFFICIENCY.with_(dp_bucket_params=0.0)
     assert float(dp_buckets(4.0e9, d, unbucketed)) == 1.0
     assert float(dp_buckets(4.0e9, interleaved, unbucketed)) == 4.0
+
+
+def test_the_last_bucket_by_hand() -> None:
+    """The first model chunk's bucket that reduces last, as a share of the parameters: the
+    chunk over its bucket count (the buckets of test_megatron_buckets_by_hand)."""
+    d = degrees(cluster(64), run(64), Plan(tp=2, cp=4, dp=64))
+    assert float(last_bucket_share(4.0e9, d, DEFAULT_EFFICIENCY)) == pytest.approx(1 / 16)
+    mlperf = DEFAULT_EFFICIENCY.with_(dp_bucket_params=7.68e8)  # 4e9 / 7.68e8 = 5.2: 6
+    assert float(last_bucket_share(4.0e9, d, mlperf)) == pytest.approx(1 / 6)
+    interleaved = degrees(cluster(64), run(512), Plan(tp=2, cp=4, dp=16, pp=4,
+                                                      virtual_stages=4))
+    # the first chunk's 1e9 parameters in 16 buckets
+    assert float(last_bucket_share(4.0e9, interleaved, DEFAULT_EFFICIENCY)) == \
+        pytest.approx(1e9 / 16 / 4e9)
+    one = DEFAULT_EFFICIENCY.with_(dp_bucket_params=0.0)  # the chunk is one collective
+    assert float(last_bucket_share(4.0e9, interleaved, one)) == pytest.approx(1 / 4)
+    small = degrees(cluster(8), run(64), Plan(tp=8, pp=1, dp=8))
+    assert float(last_bucket_share(1.0e7, small, DEFAULT_EFFICIENCY)) == 1.0  # one bucket
+
+
+def test_the_last_bucket_reduces_after_the_backward() -> None:
+    """ZeRO-1 with the whole step to hide behind: every bucket hides but the one whose
+    gradients are ready last, which reduce-scatters after the backward, and the one the
+    forward's first layers need, which gathers before it (Megatron-Core's overlapped grad
+    reduce and param gather): one bucket's ring each, by hand, plus the overlap's slowdown
+    on the hidden rest."""
+    eff = DEFAULT_EFFICIENCY.with_(network_fraction=1.0, overlap_slowdown=0.0)
+    plan = Plan(tp=8, pp=4, dp=16, zero=1)
+    report = evaluate(gpt(), cluster(64), run(256), plan, efficiency=eff)
+    params = float(report.memory.optimizer_bytes) * 16 / 12.0  # fp32 master + 2 moments
+    buckets = math.ceil(params / 4e7)
+    bucket = params / buckets
+    ring = 15 / 16 * (4 + 2) * bucket / 25e9 + 2 * 15 * 5e-6  # one bucket, each way
+    assert float(report.step.dp_comm_s) == pytest.approx(ring, rel=1e-6)
+    whole = evaluate(gpt(), cluster(64), run(256), plan,
+                     efficiency=eff.with_(dp_bucket_params=0.0))  # one bucket: nothing hides
+    assert float(whole.step.dp_comm_s) == pytest.approx(15 / 16 * 6 * params / 25e9
+                                                        + 2 * 15 * 5e-6, rel=1e-6)
 
 
 def test_distributed_optimizer_pays_ring_latency_per_bucket() -> None:

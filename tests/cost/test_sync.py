@@ -54,8 +54,13 @@ def test_one_parameter_server_caps_a_p100_cluster_and_a_second_lifts_it() -> Non
 
 
 def test_ring_allreduce_keeps_scaling() -> None:
+    """A ring's traffic per worker does not grow with the workers (a server's does): 4 to 16
+    workers scale 3.8x at least. From one worker to four the ring's one bucket (ResNet-32's
+    1.9 MB of gradients, its reduction after the backward: cost.schedule.last_bucket_share)
+    costs less than an eighth."""
     ring = [cm_dare(n, "ring") for n in (1, 4, 16)]
-    assert ring[1] > 3.8 * ring[0] and ring[2] > 3.8 * ring[1]
+    assert ring[2] > 3.8 * ring[1]
+    assert 3.5 < ring[1] / ring[0] < 4.0
 
 
 def test_auto_is_the_fastest_collective() -> None:
