@@ -19,7 +19,7 @@ from .evaluate import evaluate, evaluate_grid
 from .flops import matmul_parameters, model_flops_per_token, parameter_count
 from .inputs import PRECISIONS, ClusterSpec, GPUSpec, Plan, TrainingSpec
 from .precision import element_bytes
-from .result import ClusterSummary, PlanResult, plan_result
+from .result import ClusterSummary, PlanResult, plan_result, step_share
 from .sync import SYNC
 from .transformer import ModelSpec
 from .validity import (
@@ -88,6 +88,7 @@ __all__ = [
     "plan_result",
     "plan_violations",
     "precision_violation",
+    "step_share",
     "structurally_valid",
 ]
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
@@ -20,9 +21,17 @@ if TYPE_CHECKING:
     # pools are met, so that a cluster of one type never imports cost.pools (issue 14)
     from .pools import MixedCluster
 
-__all__ = ["ClusterSummary", "PlanResult", "capacity_violations", "plan_result"]
+__all__ = ["ClusterSummary", "PlanResult", "capacity_violations", "plan_result", "step_share"]
 
 _GIB = 2.0**30
+
+
+def step_share(part: float, total: float) -> float:
+    """A term's share of a step of `total` seconds; a step without end (inf: offload with no
+    tier to offload to) is all its endless term's."""
+    if math.isinf(total):
+        return 1.0 if math.isinf(part) else 0.0
+    return part / total if total > 0 else 0.0
 
 
 def _one(value: Any) -> float:

@@ -180,11 +180,17 @@ def dp_buckets(params: Value, d: Degrees, eff: Efficiency) -> Array:
     schedule is one collective ("disable_bucketing" for model chunks after the first,
     DistributedDataParallel). The first stage's count is taken, the one the step waits for:
     ceil(params / vs / bucket) + vs - 1."""
+    _, first = _first_chunk_buckets(params, d, eff)
+    return first + np.maximum(d.vs, 1.0) - 1.0
+
+
+def _first_chunk_buckets(params: Value, d: Degrees, eff: Efficiency) -> tuple[Array, Array]:
+    """The first model chunk's parameters and the buckets they reduce in (dp_buckets)."""
     size = (np.maximum(4.0e7, 1.0e6 * d.dp * d.cp) if eff.dp_bucket_params is None
             else np.float64(eff.dp_bucket_params))
     chunk = np.asarray(params, dtype=np.float64) / np.maximum(d.vs, 1.0)
     first = np.where(size > 0, np.ceil(chunk / np.maximum(size, 1.0)), 1.0)
-    return np.maximum(first, 1.0) + np.maximum(d.vs, 1.0) - 1.0
+    return chunk, np.maximum(first, 1.0)
 
 
 def last_bucket_share(params: Value, d: Degrees, eff: Efficiency) -> Array:
@@ -199,12 +205,8 @@ def last_bucket_share(params: Value, d: Degrees, eff: Efficiency) -> Array:
     chunk's buckets). Megatron-Core's bucket size for every workload, as dp_buckets; other
     data-parallel software buckets otherwise (PyTorch DDP: 25 MiB, bucket_cap_mb), which
     `stack.dp_bucket_params` states."""
-    size = (np.maximum(4.0e7, 1.0e6 * d.dp * d.cp) if eff.dp_bucket_params is None
-            else np.float64(eff.dp_bucket_params))
-    chunk = np.asarray(params, dtype=np.float64) / np.maximum(d.vs, 1.0)
-    per_bucket = np.where(size > 0, chunk / np.maximum(np.ceil(chunk / np.maximum(size, 1.0)),
-                                                       1.0), chunk)
-    return per_bucket / np.maximum(np.asarray(params, dtype=np.float64), 1.0)
+    chunk, buckets = _first_chunk_buckets(params, d, eff)
+    return chunk / buckets / np.maximum(np.asarray(params, dtype=np.float64), 1.0)
 
 
 def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Value

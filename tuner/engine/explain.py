@@ -27,6 +27,7 @@ from cost import (
     PlanResult,
     evaluate,
     plan_result,
+    step_share,
 )
 from search_spaces import Space, StudySpec
 
@@ -99,7 +100,7 @@ def time_terms(model: Any, cluster: AnyCluster, training: Any, plan: Plan,
     seconds = {"compute": flop_bound, "memory_bound": busy - flop_bound, **step}
     total = sum(seconds.values())
     terms = [{"term": k, "label": TERM_LABELS.get(k, k), "seconds": v,
-              "share": _share(v, total)} for k, v in seconds.items()]
+              "share": step_share(v, total)} for k, v in seconds.items()]
     return sorted(terms, key=lambda t: -t["seconds"])
 
 
@@ -163,14 +164,6 @@ def _best_neighbour(space: Space, cluster: ClusterSpec) -> dict[str, Any] | None
             # as `tuner search --json` names them (shared/SPEC.md); the two above kept
             "evaluated": candidate.evaluated,
             "feasible_plans": candidate.feasible_plans}
-
-
-def _share(part: float, total: float) -> float:
-    """A term's share of the step; a step without end (inf: offload with no tier to offload
-    to) is all its endless term's."""
-    if math.isinf(total):
-        return 1.0 if math.isinf(part) else 0.0
-    return part / total if total > 0 else 0.0
 
 
 def _change(before: float, after: float) -> float:

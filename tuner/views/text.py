@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult
+from cost import GPUSpec, ModelSpec, PlanRecord, PlanResult, step_share
 from search_spaces.wording import counted
 
 __all__ = ["catalog_json", "catalog_text", "cluster_line", "evaluation_text", "plan_line",
@@ -93,12 +93,11 @@ def cluster_line(cluster: Mapping[str, Any]) -> str:
 def _replicas(pool: Mapping[str, Any]) -> str:
     """'13 replicas x 20 micro-batches', or where some do one fewer (balanced shares that do
     not divide the batch) '9 replicas x 20 + 4 x 19 micro-batches'."""
-    replicas, count = pool["replicas"], pool["micro_batches"]
+    count = pool["micro_batches"]
     fewer = pool.get("fewer", 0.0)  # results stored before it was kept have none
-    if fewer > 0:
-        return (f"{replicas - fewer:g} replica{'s' if replicas - fewer != 1 else ''} x "
-                f"{count:g} + {fewer:g} x {count - 1:g} micro-batches")
-    return f"{replicas:g} replica{'s' if replicas != 1 else ''} x {count:g} micro-batches"
+    whole = pool["replicas"] - fewer
+    text = f"{whole:g} replica{'s' if whole != 1 else ''} x {count:g}"
+    return text + (f" + {fewer:g} x {count - 1:g}" if fewer > 0 else "") + " micro-batches"
 
 
 def _role(pool: Mapping[str, Any]) -> str:
@@ -149,10 +148,7 @@ def _time_rows(result: PlanResult) -> list[str]:
     for name, seconds in result.time_breakdown_s.items():
         if name == "ep_comm" and result.workload != "moe":
             continue  # expert all-to-alls: a mixture of experts only
-        if not math.isfinite(total):  # the term without end is all of the step
-            share = 100.0 if not math.isfinite(seconds) else 0.0
-        else:
-            share = 100.0 * seconds / total if total > 0 else 0.0
+        share = 100.0 * step_share(seconds, total)
         mark = "  <- dominant" if name == result.dominant else ""
         rows.append(f"    {name:<12} {seconds_text(seconds, 10)}  {share:5.1f} %{mark}")
     return rows
