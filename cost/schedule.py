@@ -156,12 +156,13 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                               size=group.replicas / shard)
         whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
         backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
+        gathered = bucketed(gather, first_gather, forward + sharded[0])
         per_step = np.where(d.zero >= 1,
                             bucketed(scatter + replicas, last_scatter, backward + sharded[1])
-                            + bucketed(gather, first_gather, forward + sharded[0]),
+                            + gathered,
                             bucketed(allreduce, last_allreduce, backward + whole[1]))
-        per_step = np.where(d.zero >= 2, hidden(gather, forward + sharded[0])
-                            + hidden(replicas, backward + replicated[1]), per_step)
+        per_step = np.where(d.zero >= 2, gathered + hidden(replicas, backward + replicated[1]),
+                            per_step)
         per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s + sharded[1]), 0.0)
         per_step = np.where(d.zero >= 3, hidden(replicas, backward + replicated[1]), per_step)
         per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden,
