@@ -26,7 +26,7 @@ from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["dp_buckets", "launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
+__all__ = ["dp_buckets", "forward_share", "launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""
@@ -107,10 +107,16 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
     of the pass next to them (cost.overlap); the once-per-step ones also run while the stage
     idles in the pipeline's fill and drain (`idle_s`, the bubble: as each model chunk finishes
     its last backward its gradient buckets reduce while the later stages drain, and the
-    parameters gather for the next step while they fill). A ring that crosses the NICs also
+    parameters gather for the next step while they fill). The bubble is the fill and the drain
+    together, not each: of 1F1B's (p - 1) / v idle slots a stage waits for forwards in the
+    fill and for backwards in the drain, so the fill is the forward's share of the bubble
+    (the last stage's exactly) and only it hides gathers, the drain the rest and only it hides
+    reductions. A ring that crosses the NICs also
     runs while the stage's exposed model-parallel traffic stays inside its scale-up domain
     (nic_free)."""
     total: Array = np.float64(0.0)
+    fill = idle_s * forward_share(stage)
+    drain = idle_s - fill
     for group in held.groups:
         shard = group.shard_ranks
         inside = group_link(cluster, stride=group.stride, size=shard,
@@ -155,7 +161,7 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
         replicated = nic_free(cluster, stage, stride=group.stride * shard,
                               size=group.replicas / shard)
         whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
-        backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
+        backward, forward = stage.backward_s + drain, stage.forward_s + fill
         gathered = bucketed(gather, first_gather, forward + sharded[0])
         per_step = np.where(d.zero >= 1,
                             bucketed(scatter + replicas, last_scatter, backward + sharded[1])
@@ -169,6 +175,16 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                                                       nic_free=sharded), per_mb)
         total = total + per_step + d.micro_batches * per_mb
     return total
+
+
+def forward_share(stage: StageCost) -> Array:
+    """The forward's share of a micro-batch's passes (its backward with recompute the rest):
+    of the pipeline's bubble, the part a stage waits in the fill for forwards (1F1B: the last
+    stage waits (p - 1) / v forwards before its first and (p - 1) / v backwards after its
+    last); one half where the stage computes nothing."""
+    forward = np.asarray(stage.forward_s, dtype=np.float64)
+    busy = forward + stage.backward_s + stage.recompute_s
+    return np.where(busy > 0.0, forward / np.where(busy > 0.0, busy, 1.0), 0.5)
 
 
 def dp_buckets(params: Value, d: Degrees, eff: Efficiency) -> Array:
