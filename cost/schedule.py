@@ -45,7 +45,7 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
     m = d.micro_batches
     launch = launch_bound_s(stage)
     bubble = pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s + launch)
-    dp_comm = _dp_comm_s(cluster, held, stage, d, eff, idle_s=bubble)
+    dp_comm = _dp_comm_s(cluster, held, stage, d, eff, idle_s=bubble, waiting_s=launch)
     if workload.asynchronous_parameter_servers:
         pushed = sum((g.params * held.state.gradient for g in held.groups), start=np.float64(0))
         servers = asynchronous_parameter_server_s(pushed, d, cluster, eff,
@@ -90,7 +90,7 @@ def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficien
 
 
 def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degrees,
-               eff: Efficiency, *, idle_s: Array) -> Array:
+               eff: Efficiency, *, idle_s: Array, waiting_s: Array) -> Array:
     """Exposed gradient reduction of each parameter group over its replicas.
 
     ZeRO 0: an all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
@@ -113,10 +113,15 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
     (the last stage's exactly) and only it hides gathers, the drain the rest and only it hides
     reductions. A ring that crosses the NICs also
     runs while the stage's exposed model-parallel traffic stays inside its scale-up domain
-    (nic_free)."""
+    (nic_free). Where the GPU waits for the host to launch its kernels (`waiting_s`, a
+    micro-batch's launch_bound_s) the collectives already queued on their own stream keep
+    running: the wait widens the pass it falls in, shared between them as the bubble is (a
+    faster GPU that only waits longer for the same host hides no less)."""
     total: Array = np.float64(0.0)
-    fill = idle_s * forward_share(stage)
-    drain = idle_s - fill
+    share = forward_share(stage)
+    fill, drain = idle_s * share, idle_s * (1.0 - share)
+    passes = (stage.forward_s + waiting_s * share,
+              stage.backward_s + waiting_s * (1.0 - share))  # a micro-batch's, waits included
     for group in held.groups:
         shard = group.shard_ranks
         inside = group_link(cluster, stride=group.stride, size=shard,
@@ -161,7 +166,7 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
         replicated = nic_free(cluster, stage, stride=group.stride * shard,
                               size=group.replicas / shard)
         whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
-        backward, forward = stage.backward_s + drain, stage.forward_s + fill
+        backward, forward = passes[1] + drain, passes[0] + fill
         gathered = bucketed(gather, first_gather, forward + sharded[0])
         per_step = np.where(d.zero >= 1,
                             bucketed(scatter + replicas, last_scatter, backward + sharded[1])
@@ -169,10 +174,11 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                             bucketed(allreduce, last_allreduce, backward + whole[1]))
         per_step = np.where(d.zero >= 2, gathered + hidden(replicas, backward + replicated[1]),
                             per_step)
-        per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s + sharded[1]), 0.0)
+        per_mb = np.where(d.zero >= 2, hidden(scatter, passes[1] + sharded[1]), 0.0)
         per_step = np.where(d.zero >= 3, hidden(replicas, backward + replicated[1]), per_step)
         per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden,
-                                                      nic_free=sharded), per_mb)
+                                                      nic_free=sharded, passes=passes),
+                          per_mb)
         total = total + per_step + d.micro_batches * per_mb
     return total
 
@@ -249,18 +255,18 @@ def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Val
 
 def _fsdp_layers_s(ring: Callable[..., Array], grads: Array, weights: Array, stage: StageCost,
                    hidden: Callable[[Array, Array], Array], *,
-                   nic_free: tuple[Array, Array]) -> Array:
+                   nic_free: tuple[Array, Array], passes: tuple[Array, Array]) -> Array:
     """ZeRO-3 traffic of one micro-batch, layer by layer: each of the stage's `units` layers
     gathers its weights before its forward and its backward (the backward's gather also
     serves full recompute) and reduce-scatters its gradients, each behind the neighbouring
     layer's compute and, where the ring crosses the NICs, its model-parallel traffic that
-    does not (`nic_free`, forward and backward seconds of the stage)."""
+    does not (`nic_free`, forward and backward seconds of the stage); `passes`: the stage's
+    forward and backward with the host waits they hold (_dp_comm_s)."""
     units = np.maximum(stage.units, 1.0)
     gather = ring(all_gather_s, weights / units)
     scatter = ring(reduce_scatter_s, grads / units)
-    forward = hidden(gather, (stage.forward_s + nic_free[0]) / units)
-    backward = hidden(gather + scatter,
-                      (stage.backward_s + stage.recompute_s + nic_free[1]) / units)
+    forward = hidden(gather, (passes[0] + nic_free[0]) / units)
+    backward = hidden(gather + scatter, (passes[1] + stage.recompute_s + nic_free[1]) / units)
     return units * (forward + backward)
 
 
