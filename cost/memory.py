@@ -72,7 +72,7 @@ def gathered_bytes(held: Footprint, d: Degrees) -> Array:
     state = held.state
     compute = min(state.weight, 2.0)
     if held.gathered_params is None:
-        sharded: Array = np.bool_(False)
+        sharded: Array = np.zeros((), dtype=bool)
         for group in held.groups:
             sharded = sharded | (np.asarray(group.shard_ranks) > 1.0)
         gathered = np.where(sharded, held.resident_params, 0.0)

@@ -26,7 +26,8 @@ from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["dp_buckets", "forward_share", "launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
+__all__ = ["dp_buckets", "forward_share", "launch_bound_s", "nic_free", "pipeline_bubble_s",
+           "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost import DEFAULT_EFFICIENCY, Plan, TrainingSpec
+from cost import DEFAULT_EFFICIENCY, Plan, TrainingSpec, schedule
 from cost.degrees import degrees
-from cost import schedule
 from cost.schedule import step_time
 from cost.workload import Footprint, ParamGroup, StageCost, StateBytes
 from tests.factories import cluster, gpt
