@@ -65,8 +65,18 @@ def gathered_bytes(held: Footprint, d: Degrees) -> Array:
     """ZeRO-3 / FSDP's unsharded layers in flight: the layer being computed and the one
     prefetched behind it, gathered in the compute format (16 bits, or fp8 for fp8 weights),
     and one layer's full gradient before its reduce-scatter (Zhao et al., VLDB'23, sec. 3.3:
-    FSDP's forward and backward prefetch of one unit). `resident_params` is two layers."""
+    FSDP's forward and backward prefetch of one unit). `resident_params` is two layers. A
+    group sharded over one rank holds its weights whole and gathers nothing (PyTorch FSDP
+    runs NO_SHARD on a world of one): only the sharded groups' parameters count
+    (Footprint.gathered_params)."""
     state = held.state
     compute = min(state.weight, 2.0)
-    per_two_layers = held.resident_params * (compute + 0.5 * state.gradient)
+    if held.gathered_params is None:
+        sharded: Array = np.zeros((), dtype=bool)
+        for group in held.groups:
+            sharded = sharded | (np.asarray(group.shard_ranks) > 1.0)
+        gathered = np.where(sharded, held.resident_params, 0.0)
+    else:
+        gathered = held.gathered_params
+    per_two_layers = gathered * (compute + 0.5 * state.gradient)
     return np.where(d.zero >= 3, per_two_layers, 0.0)

@@ -188,14 +188,17 @@ def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Effi
     copies = d.mb * model.seq_len / d.cp / d.tp * model.top_k * eff.expert_imbalance
     dispatch = 2.0 * copies * d.etp * model.hidden * act * (1.0 if model.routes else 0.0)
     experts = expert_parameters_per_gpu(model, d, n_moe)
-    one_layer = (expert_parameters_per_gpu(model, d, np.ones(d.shape))
-                 + moe_dense_parameters(model) / d.tp)
+    one_expert_layer = expert_parameters_per_gpu(model, d, np.ones(d.shape))
+    one_dense_layer = moe_dense_parameters(model) / d.tp
+    one_layer = one_expert_layer + one_dense_layer
+    gathered = 2.0 * (np.where(d.edp > 1.0, one_expert_layer, 0.0)
+                      + np.where(d.dp * d.cp > 1.0, one_dense_layer, 0.0))
     return Footprint(
         groups=(ParamGroup(params=_dense_parameters_per_gpu(model, d, shape, n_moe, n_dense),
                            replicas=d.dp * d.cp, stride=d.tp),
                 ParamGroup(params=experts, replicas=d.edp, stride=d.ep * d.etp)),
         state=state_bytes(training.precision, eff),
-        resident_params=2.0 * one_layer,
+        resident_params=2.0 * one_layer, gathered_params=gathered,
         activations_bytes=activations,
         buffers_bytes=_buffers_bytes(model, d, shape, per_layer=per_layer,
                                      first_stage=activations,

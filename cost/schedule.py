@@ -26,7 +26,8 @@ from .overlap import exposed_s
 from .sync import asynchronous_parameter_server_s, gradient_sync_s
 from .workload import Footprint, StageCost, Workload
 
-__all__ = ["dp_buckets", "launch_bound_s", "nic_free", "pipeline_bubble_s", "step_time"]
+__all__ = ["dp_buckets", "forward_share", "launch_bound_s", "nic_free", "pipeline_bubble_s",
+           "step_time"]
 
 PARAMETER_SERVER = 4.0
 """The code of `sync: parameter_server` (cost.codec.Sync)."""
@@ -45,7 +46,7 @@ def step_time(workload: Workload, cluster: ClusterSpec, stage: StageCost, held: 
     m = d.micro_batches
     launch = launch_bound_s(stage)
     bubble = pipeline_bubble_s(d.pp, d.vs, stage.bubble_unit_s + launch)
-    dp_comm = _dp_comm_s(cluster, held, stage, d, eff, idle_s=bubble)
+    dp_comm = _dp_comm_s(cluster, held, stage, d, eff, idle_s=bubble, waiting_s=launch)
     if workload.asynchronous_parameter_servers:
         pushed = sum((g.params * held.state.gradient for g in held.groups), start=np.float64(0))
         servers = asynchronous_parameter_server_s(pushed, d, cluster, eff,
@@ -90,7 +91,7 @@ def _pp_comm_s(cluster: ClusterSpec, stage: StageCost, d: Degrees, eff: Efficien
 
 
 def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degrees,
-               eff: Efficiency, *, idle_s: Array) -> Array:
+               eff: Efficiency, *, idle_s: Array, waiting_s: Array) -> Array:
     """Exposed gradient reduction of each parameter group over its replicas.
 
     ZeRO 0: an all-reduce per step by the plan's `sync` algorithm (cost.sync); 1:
@@ -107,10 +108,21 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
     of the pass next to them (cost.overlap); the once-per-step ones also run while the stage
     idles in the pipeline's fill and drain (`idle_s`, the bubble: as each model chunk finishes
     its last backward its gradient buckets reduce while the later stages drain, and the
-    parameters gather for the next step while they fill). A ring that crosses the NICs also
+    parameters gather for the next step while they fill). The bubble is the fill and the drain
+    together, not each: of 1F1B's (p - 1) / v idle slots a stage waits for forwards in the
+    fill and for backwards in the drain, so the fill is the forward's share of the bubble
+    (the last stage's exactly) and only it hides gathers, the drain the rest and only it hides
+    reductions. A ring that crosses the NICs also
     runs while the stage's exposed model-parallel traffic stays inside its scale-up domain
-    (nic_free)."""
+    (nic_free). Where the GPU waits for the host to launch its kernels (`waiting_s`, a
+    micro-batch's launch_bound_s) the collectives already queued on their own stream keep
+    running: the wait widens the pass it falls in, shared between them as the bubble is (a
+    faster GPU that only waits longer for the same host hides no less)."""
     total: Array = np.float64(0.0)
+    share = forward_share(stage)
+    fill, drain = idle_s * share, idle_s * (1.0 - share)
+    passes = (stage.forward_s + waiting_s * share,
+              stage.backward_s + waiting_s * (1.0 - share))  # a micro-batch's, waits included
     for group in held.groups:
         shard = group.shard_ranks
         inside = group_link(cluster, stride=group.stride, size=shard,
@@ -155,7 +167,7 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
         replicated = nic_free(cluster, stage, stride=group.stride * shard,
                               size=group.replicas / shard)
         whole = nic_free(cluster, stage, stride=group.stride, size=group.replicas)
-        backward, forward = stage.backward_s + idle_s, stage.forward_s + idle_s
+        backward, forward = passes[1] + drain, passes[0] + fill
         gathered = bucketed(gather, first_gather, forward + sharded[0])
         per_step = np.where(d.zero >= 1,
                             bucketed(scatter + replicas, last_scatter, backward + sharded[1])
@@ -163,12 +175,23 @@ def _dp_comm_s(cluster: ClusterSpec, held: Footprint, stage: StageCost, d: Degre
                             bucketed(allreduce, last_allreduce, backward + whole[1]))
         per_step = np.where(d.zero >= 2, gathered + hidden(replicas, backward + replicated[1]),
                             per_step)
-        per_mb = np.where(d.zero >= 2, hidden(scatter, stage.backward_s + sharded[1]), 0.0)
+        per_mb = np.where(d.zero >= 2, hidden(scatter, passes[1] + sharded[1]), 0.0)
         per_step = np.where(d.zero >= 3, hidden(replicas, backward + replicated[1]), per_step)
         per_mb = np.where(d.zero >= 3, _fsdp_layers_s(ring, grads, weights, stage, hidden,
-                                                      nic_free=sharded), per_mb)
+                                                      nic_free=sharded, passes=passes),
+                          per_mb)
         total = total + per_step + d.micro_batches * per_mb
     return total
+
+
+def forward_share(stage: StageCost) -> Array:
+    """The forward's share of a micro-batch's passes (its backward with recompute the rest):
+    of the pipeline's bubble, the part a stage waits in the fill for forwards (1F1B: the last
+    stage waits (p - 1) / v forwards before its first and (p - 1) / v backwards after its
+    last); one half where the stage computes nothing."""
+    forward = np.asarray(stage.forward_s, dtype=np.float64)
+    busy = forward + stage.backward_s + stage.recompute_s
+    return np.where(busy > 0.0, forward / np.where(busy > 0.0, busy, 1.0), 0.5)
 
 
 def dp_buckets(params: Value, d: Degrees, eff: Efficiency) -> Array:
@@ -233,18 +256,18 @@ def nic_free(cluster: ClusterSpec, stage: StageCost, *, stride: Value, size: Val
 
 def _fsdp_layers_s(ring: Callable[..., Array], grads: Array, weights: Array, stage: StageCost,
                    hidden: Callable[[Array, Array], Array], *,
-                   nic_free: tuple[Array, Array]) -> Array:
+                   nic_free: tuple[Array, Array], passes: tuple[Array, Array]) -> Array:
     """ZeRO-3 traffic of one micro-batch, layer by layer: each of the stage's `units` layers
     gathers its weights before its forward and its backward (the backward's gather also
     serves full recompute) and reduce-scatters its gradients, each behind the neighbouring
     layer's compute and, where the ring crosses the NICs, its model-parallel traffic that
-    does not (`nic_free`, forward and backward seconds of the stage)."""
+    does not (`nic_free`, forward and backward seconds of the stage); `passes`: the stage's
+    forward and backward with the host waits they hold (_dp_comm_s)."""
     units = np.maximum(stage.units, 1.0)
     gather = ring(all_gather_s, weights / units)
     scatter = ring(reduce_scatter_s, grads / units)
-    forward = hidden(gather, (stage.forward_s + nic_free[0]) / units)
-    backward = hidden(gather + scatter,
-                      (stage.backward_s + stage.recompute_s + nic_free[1]) / units)
+    forward = hidden(gather, (passes[0] + nic_free[0]) / units)
+    backward = hidden(gather + scatter, (passes[1] + stage.recompute_s + nic_free[1]) / units)
     return units * (forward + backward)
 
 

@@ -78,14 +78,18 @@ class StageCost:
 @dataclass(frozen=True, eq=False, slots=True, kw_only=True)
 class Footprint:
     """What one GPU of the fullest stage holds: its parameters by replica group, the bytes per
-    parameter of their states, the parameters kept in HBM when weights are offloaded, and the
-    activations and transient buffers of the schedule (bytes)."""
+    parameter of their states, the parameters kept in HBM when weights are offloaded (two
+    layers'), and the activations and transient buffers of the schedule (bytes).
+    `gathered_params`: of those two layers, the parameters ZeRO-3 gathers, those of groups
+    sharded over more than one rank (cost.memory.gathered_bytes); None: all of
+    `resident_params` where some group is, none where none is (a footprint of one group)."""
 
     groups: tuple[ParamGroup, ...]
     state: StateBytes
     resident_params: Array
     activations_bytes: Array
     buffers_bytes: Array
+    gathered_params: Array | None = None
 
 
 @dataclass(frozen=True, eq=False, slots=True)
