@@ -351,6 +351,26 @@ def test_offloaded_expert_tensors_leave_all_but_the_layer_in_transit() -> None:
     assert activations("moe_act", recompute=2) == activations(recompute=2)
 
 
+def test_whole_layers_offloaded_do_not_offload_their_expert_tensors_again() -> None:
+    """Fine-grained offloading beside whole-layer offloading: a routed tensor already on the
+    host is not taken out of HBM a second time with its layer. With every layer of the stage
+    offloaded whole (the one in transit kept), offloading expert_fc1 and moe_act as well
+    frees nothing more; before, their 2 x 7 MiB were subtracted twice and a plan's saved
+    activations could come out negative."""
+    model, c, training = moe(), cluster(nodes=1), TrainingSpec(global_batch=8)
+    plan = Plan(tp=1, pp=1, ep=8, micro_batch=1)
+
+    def activations(*modules: str, layers: int = 0) -> float:
+        eff = DEFAULT_EFFICIENCY.with_(offload_modules=modules, activation_offload_layers=layers)
+        return float(evaluate(model, c, training, plan, efficiency=eff).memory.activations_bytes)
+
+    whole = activations(layers=8)
+    assert activations("expert_fc1", "moe_act", layers=8) == pytest.approx(whole)
+    assert whole > 0
+    partly = activations(layers=4)  # 3 layers offloaded whole; modules of the other 4 as well
+    assert partly - activations("expert_fc1", layers=4) == pytest.approx(4 * 1024 * 2048)
+
+
 def test_tp_must_divide_the_widths_it_splits_in_a_mixture_of_experts() -> None:
     """tp splits the dense layers' MLP and the shared experts (Megatron-Core's
     SharedExpertMLP is a tensor-parallel MLP); etp the routed experts. A dense width with no
