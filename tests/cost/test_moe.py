@@ -313,6 +313,16 @@ def test_rules_refuse_ep_that_does_not_divide_the_experts_or_fold() -> None:
     check_plan(moe(), cluster(), training, Plan(tp=2, sequence_parallel=True, ep=16))
 
 
+def test_a_layout_that_does_not_fill_the_cluster_is_said_before_the_expert_fold() -> None:
+    """tp·pp·cp = 12 on 8 GPUs leaves dp = 2/3: that is the problem to name first, not an
+    expert fold into "tp·cp·dp = 2.66667" ranks that only follows from it."""
+    with pytest.raises(InvalidPlanError) as err:
+        check_plan(moe(), cluster(nodes=1), TrainingSpec(global_batch=64),
+                   Plan(tp=4, pp=3, ep=8, sequence_parallel=True))
+    assert err.value.violations[0].startswith("tp·pp·cp = 12 does not divide the 8 GPUs")
+    assert not any("ep·etp" in v for v in err.value.violations)
+
+
 def test_layouts_of_any_chunk_size_up_to_layers_plus_two() -> None:
     training = TrainingSpec(global_batch=64)
     model = moe(layers=7)
