@@ -427,6 +427,8 @@ def test_explain_a_study_explains_its_best_plan(tmp_path: Path) -> None:
     assert out["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
     missing = CliRunner().invoke(main, ["explain", "export", "--trial", "999", "--storage", url])
     assert missing.exit_code == 2 and "trial 999 has no result" in missing.stderr
+    # the advice is a command to copy: it names the study (and the storage given)
+    assert f"(`tuner export export --storage {url}` lists them)" in missing.stderr
 
 
 def test_a_layers_model_has_only_the_spec_format(tmp_path: Path) -> None:
