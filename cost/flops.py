@@ -72,10 +72,11 @@ def attention_parameters(model: ModelSpec) -> int:
         qk_norms = 2 * norm_parameters(model, a.qk_head_dim) if model.qk_norm else 0
         return h * qkv + a.out_width * h + bias + qk_norms
     mla = model.attention
-    down = h * mla.q_lora_rank + h * (mla.kv_lora_rank + mla.qk_rope_head_dim)
-    up = (mla.q_lora_rank * a.q_width
+    q = (h * mla.q_lora_rank + mla.q_lora_rank + mla.q_lora_rank * a.q_width
+         if mla.q_lora_rank else h * a.q_width)  # down, its norm and up; or straight
+    kv = (h * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank
           + mla.kv_lora_rank * model.heads * (mla.qk_head_dim + mla.v_head_dim))
-    return down + mla.q_lora_rank + mla.kv_lora_rank + up + a.out_width * h
+    return q + kv + a.out_width * h
 
 
 def mlp_parameters(hidden: int, ffn_hidden: int, gated: bool, bias: bool) -> int:
@@ -151,7 +152,7 @@ def attention_gemms(model: ModelSpec) -> tuple[LayerGemm, ...]:
     """The weight GEMMs of one layer's attention, unsharded. GQA: QKV (column-parallel) and
     the output projection (row-parallel). MLA: the down projections are computed whole on
     every tensor-parallel rank, the up projections column-parallel (Megatron-Core's
-    MLASelfAttention)."""
+    MLASelfAttention); without a query latent the query projection is column-parallel."""
     a = attention_shape(model)
     h = model.hidden
     out = LayerGemm("attention_out", a.out_width, h, tp_sharded_k=True)
@@ -160,9 +161,11 @@ def attention_gemms(model: ModelSpec) -> tuple[LayerGemm, ...]:
         return (LayerGemm("qkv", h, a.q_width + a.k_width + a.v_width, tp_sharded_k=False),
                 out)
     kv_up = model.heads * (mla.qk_head_dim + mla.v_head_dim)
+    query = ((LayerGemm("q_down", h, mla.q_lora_rank, tp_sharded_k=False, replicated=True),
+              LayerGemm("q_up", mla.q_lora_rank, a.q_width, tp_sharded_k=False))
+             if mla.q_lora_rank else (LayerGemm("q", h, a.q_width, tp_sharded_k=False),))
     return (
-        LayerGemm("q_down", h, mla.q_lora_rank, tp_sharded_k=False, replicated=True),
-        LayerGemm("q_up", mla.q_lora_rank, a.q_width, tp_sharded_k=False),
+        *query,
         LayerGemm("kv_down", h, mla.kv_lora_rank + mla.qk_rope_head_dim, tp_sharded_k=False,
                   replicated=True),
         LayerGemm("kv_up", mla.kv_lora_rank, kv_up, tp_sharded_k=False),

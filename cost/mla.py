@@ -15,7 +15,9 @@ class MLA:
     sec. 2.1): queries and keys/values are projected down to low-rank latents (`q_lora_rank`,
     `kv_lora_rank`) and up again per head; each query/key head is `qk_head_dim` wide without
     position and `qk_rope_head_dim` wide with RoPE (a key part shared by all heads), each
-    value head `v_head_dim` wide."""
+    value head `v_head_dim` wide. A `q_lora_rank` of 0: queries are projected straight from
+    the hidden state (DeepSeek-V2-Lite, Megatron-Core's linear_q_proj where q_lora_rank is
+    None)."""
 
     q_lora_rank: int
     kv_lora_rank: int

@@ -187,8 +187,9 @@ def moe_rules(model: MoEModelSpec) -> tuple[Rule, ...]:
     def experts(d: Degrees) -> Array:
         return ~_divides(d.ep, model.experts) | (d.ep < 1)
 
-    def fold(d: Degrees) -> Array:
-        return ~_divides(d.ep * d.etp, d.tp * d.cp * d.dp)
+    def fold(d: Degrees) -> Array:  # a dp that is not whole is the root cause, said first
+        ranks = d.tp * d.cp * d.dp
+        return np.isclose(ranks, np.round(ranks)) & ~_divides(d.ep * d.etp, ranks)
 
     def width(d: Degrees) -> Array:
         return ~_divides(d.etp, model.expert_ffn_hidden) | (d.etp < 1)

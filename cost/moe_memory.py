@@ -143,13 +143,14 @@ def _host_bytes(model: MoEModelSpec, d: Degrees, shape: StageShape, eff: Efficie
     """Saved activations of the micro-batches in flight that offloading keeps in host memory
     at the stage's peak (bytes): the routed tensors of `eff.offload_modules` of every
     layer-micro-batch but the one in transit, and `eff.activation_offload_layers` whole
-    layers (cost.transformer_memory.offloaded_activation_bytes)."""
+    layers (cost.transformer_memory.offloaded_activation_bytes) of what the modules' offload
+    left in them: a routed tensor already on the host is not taken out of HBM twice."""
     routed = moe_layers / shape.layers_per_stage * offloaded_routed_bytes(
         model, d, act_bytes=sizes["act_bytes"], input_bytes=sizes["input_bytes"],
         imbalance=eff.expert_imbalance, modules=eff.offload_modules)
     away = np.maximum(layers_in_flight(d, shape) - 1.0, 0.0)
     return routed * away + offloaded_activation_bytes(
-        per_layer, d, shape, eff.activation_offload_layers)
+        per_layer - routed, d, shape, eff.activation_offload_layers)
 
 
 def footprint(model: MoEModelSpec, training: TrainingSpec, d: Degrees, eff: Efficiency

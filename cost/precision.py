@@ -13,7 +13,8 @@ from .workload import StateBytes
 if TYPE_CHECKING:
     from .efficiency import Efficiency
 
-__all__ = ["activation_bytes", "element_bytes", "gemm_input_bytes", "state_bytes"]
+__all__ = ["MXFP8_SM", "activation_bytes", "element_bytes", "fp8_recipe_runs", "gemm_input_bytes",
+           "state_bytes"]
 
 _WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 2.0, "fp32": 4.0}
 _GRAD_BYTES = {"bf16": 4.0, "fp16": 2.0, "fp8": 4.0, "fp32": 4.0}
@@ -21,6 +22,17 @@ _OPTIMIZER_BYTES = {"bf16": 12.0, "fp16": 12.0, "fp8": 12.0, "fp32": 8.0}
 PARAMS = ("bf16", "fp32", "fp8")
 MAIN_GRADS = ("fp32", "bf16")
 FP8_RECIPES = ("delayed", "current", "mxfp8", "blockwise")
+MXFP8_SM = 10.0
+"""Compute capability MXFP8 needs: its per-32-element scales are Blackwell's tensor-core
+block scaling (Transformer Engine v2.x, transformer_engine/pytorch/fp8.py,
+check_mxfp8_support: "Device compute capability 10.0 or higher required for MXFP8
+execution")."""
+
+
+def fp8_recipe_runs(recipe: str, compute_capability: float | None) -> bool:
+    """Whether fp8 scaling `recipe` runs on a GPU of this compute capability (None: not
+    stated, not judged): MXFP8 from Blackwell (MXFP8_SM) on; the others wherever fp8 does."""
+    return recipe != "mxfp8" or compute_capability is None or compute_capability >= MXFP8_SM
 
 
 def _check(precision: str) -> None:

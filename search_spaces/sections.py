@@ -43,7 +43,9 @@ class MLASection(Frozen):
     """Multi-head latent attention (shared/SPEC.md `model.attention`, DeepSeek-V3)."""
 
     kind: Literal["mla"]
-    q_lora_rank: Size
+    q_lora_rank: Size | None = None
+    """Left out (or null, as DeepSeek-V2-Lite's and Moonlight's configs say): queries are
+    projected straight from the hidden state, with no latent."""
     kv_lora_rank: Size
     qk_head_dim: Size
     qk_rope_head_dim: Size
@@ -52,7 +54,7 @@ class MLASection(Frozen):
     def to_mla(self) -> "MLA":
         from cost import MLA
 
-        return MLA(**_fields(self))
+        return MLA(**{**_fields(self), "q_lora_rank": self.q_lora_rank or 0})
 
 
 def _fields(section: Frozen, *, exclude: Collection[str] = ()) -> dict[str, Any]:

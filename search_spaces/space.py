@@ -306,8 +306,8 @@ class Space:
                             for g in self.grids(cluster, max_plans=max_plans))
                 continue
             key = (cluster.gpu.name, cluster.pricing)
-            group = open_groups.get(key)
-            if group is not None and not joinable(group.clusters[0], cluster):
+            group = open_groups.get(key)  # empty where no plan fitted yet or all went out
+            if group is not None and group.clusters and not joinable(group.clusters[0], cluster):
                 yield from group.flush(grid_axes, single, step, final=True)
                 group = None
             if group is None:

@@ -30,6 +30,7 @@ from cost import (
     precision_violation,
 )
 from cost.deepep import internode_dedup_runs
+from cost.precision import MXFP8_SM, fp8_recipe_runs
 
 from .calibration import load_profile
 from .checks import price_problems, token_problems
@@ -237,7 +238,7 @@ def parse_spec(data: Any, *, file: str = "", name: str = "study") -> StudySpec:
     except ValidationError as err:
         raise from_validation_error(err, file=file, sections=SECTIONS) from err
     problems = [*_precision_problems(spec), *price_problems(spec), *token_problems(spec),
-                *_dedup_problems(spec)]
+                *_dedup_problems(spec), *_fp8_recipe_problems(spec)]
     if problems:
         raise one_or_many([p.with_file(file) for p in problems])
     spec._file = file
@@ -274,16 +275,38 @@ def _precision_problems(spec: StudySpec) -> list[SpecError]:
     return out
 
 
+def _fixed_or_chosen_gpus(spec: StudySpec) -> list[Any]:
+    """Every GPU the cluster, its pools or their choices may hold."""
+    values = [spec.cluster.gpu] + [p.gpu for p in spec.cluster.pools or ()]
+    return [v for value in values if value is not None
+            for v in (value.values() if is_choice(value) else (value,))]  # type: ignore[union-attr]
+
+
+def _fp8_recipe_problems(spec: StudySpec) -> list[SpecError]:
+    """fp8 training whose stack states a scaling recipe that a GPU of the cluster, its pools
+    or their choices cannot run (cost.precision.fp8_recipe_runs: MXFP8 on Blackwell and
+    newer); a plan for it would fail at its first step."""
+    recipe = spec.stack.fp8_recipe
+    if spec.training.precision != "fp8" or recipe is None:
+        return []
+    for gpu in _fixed_or_chosen_gpus(spec):
+        found = gpu_spec(gpu, spec.training.precision)
+        if not fp8_recipe_runs(recipe, found.compute_capability):
+            sm = f"SM{(found.compute_capability or 0) * 10:g}"
+            return [SpecError(
+                f"{recipe} needs SM{MXFP8_SM * 10:g} (Blackwell) or newer GPUs (Transformer "
+                f"Engine's block-scaled fp8 GEMMs); {found.name} is {sm}; choose delayed, "
+                "current or blockwise, or another GPU", field="stack.fp8_recipe")]
+    return []
+
+
 def _dedup_problems(spec: StudySpec) -> list[SpecError]:
     """A mixture of experts whose stack states ep_dedup (DeepEP's internode dispatch) on a GPU
     it does not run on (cost.deepep: SM90 and newer), any GPU of the cluster, its pools or
     their choices. Left out, the model counts NCCL's all-to-all on such a GPU."""
     if spec.stack.ep_dedup is not True or getattr(spec.model, "experts", None) is None:
         return []
-    values = [spec.cluster.gpu] + [p.gpu for p in spec.cluster.pools or ()]
-    gpus: list[Any] = [v for value in values if value is not None
-                       for v in (value.values() if is_choice(value) else (value,))]  # type: ignore[union-attr]
-    for gpu in gpus:
+    for gpu in _fixed_or_chosen_gpus(spec):
         found = gpu_spec(gpu, spec.training.precision)
         if not internode_dedup_runs(found.compute_capability):
             sm = f"SM{(found.compute_capability or 0) * 10:g}"

@@ -313,6 +313,16 @@ def test_rules_refuse_ep_that_does_not_divide_the_experts_or_fold() -> None:
     check_plan(moe(), cluster(), training, Plan(tp=2, sequence_parallel=True, ep=16))
 
 
+def test_a_layout_that_does_not_fill_the_cluster_is_said_before_the_expert_fold() -> None:
+    """tp·pp·cp = 12 on 8 GPUs leaves dp = 2/3: that is the problem to name first, not an
+    expert fold into "tp·cp·dp = 2.66667" ranks that only follows from it."""
+    with pytest.raises(InvalidPlanError) as err:
+        check_plan(moe(), cluster(nodes=1), TrainingSpec(global_batch=64),
+                   Plan(tp=4, pp=3, ep=8, sequence_parallel=True))
+    assert err.value.violations[0].startswith("tp·pp·cp = 12 does not divide the 8 GPUs")
+    assert not any("ep·etp" in v for v in err.value.violations)
+
+
 def test_layouts_of_any_chunk_size_up_to_layers_plus_two() -> None:
     training = TrainingSpec(global_batch=64)
     model = moe(layers=7)
@@ -349,6 +359,26 @@ def test_offloaded_expert_tensors_leave_all_but_the_layer_in_transit() -> None:
     assert none - activations("expert_fc1") == pytest.approx(7 * 1024 * 2048)
     assert none - activations("expert_fc1", "moe_act") == pytest.approx(7 * 1024 * 4096)
     assert activations("moe_act", recompute=2) == activations(recompute=2)
+
+
+def test_whole_layers_offloaded_do_not_offload_their_expert_tensors_again() -> None:
+    """Fine-grained offloading beside whole-layer offloading: a routed tensor already on the
+    host is not taken out of HBM a second time with its layer. With every layer of the stage
+    offloaded whole (the one in transit kept), offloading expert_fc1 and moe_act as well
+    frees nothing more; before, their 2 x 7 MiB were subtracted twice and a plan's saved
+    activations could come out negative."""
+    model, c, training = moe(), cluster(nodes=1), TrainingSpec(global_batch=8)
+    plan = Plan(tp=1, pp=1, ep=8, micro_batch=1)
+
+    def activations(*modules: str, layers: int = 0) -> float:
+        eff = DEFAULT_EFFICIENCY.with_(offload_modules=modules, activation_offload_layers=layers)
+        return float(evaluate(model, c, training, plan, efficiency=eff).memory.activations_bytes)
+
+    whole = activations(layers=8)
+    assert activations("expert_fc1", "moe_act", layers=8) == pytest.approx(whole)
+    assert whole > 0
+    partly = activations(layers=4)  # 3 layers offloaded whole; modules of the other 4 as well
+    assert partly - activations("expert_fc1", layers=4) == pytest.approx(4 * 1024 * 2048)
 
 
 def test_tp_must_divide_the_widths_it_splits_in_a_mixture_of_experts() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from cost import CostReport, Plan, evaluate, evaluate_grid
-from search_spaces import Space, SpecError, load_spec
+from search_spaces import Space, SpecError, load_spec, parse_spec
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "search_spaces" / "examples")
                   .glob("*.yaml"))
@@ -110,3 +110,17 @@ def test_a_grid_keeps_only_valid_layouts_and_dedupes_sequence_parallelism() -> N
         assert np.all((layouts["sequence_parallel"] == 0) | (layouts["tp"] > 1))
         assert np.all(1024 % (layouts["tp"] * layouts["pp"] * layouts["cp"]) == 0)  # dp fills
         assert grid.size <= 1 << 16 or grid.rows == 1
+
+
+@pytest.mark.parametrize("max_plans", [1, 4096])
+def test_a_cluster_without_valid_plans_before_one_with_them(max_plans: int) -> None:
+    """Node counts where the first cluster of a GPU admits no plan (tp·pp = 16 on one node of
+    8), or a grid took every row so far (max_plans 1): the next cluster of that GPU opens the
+    group again; before, `tuner search` ended in an IndexError traceback."""
+    spec = parse_spec({"model": "gpt3-1.3b",
+                       "training": {"global_batch": 64, "tokens": "300e9", "precision": "bf16"},
+                       "cluster": {"gpu": "a100-80gb", "nodes": [1, 2, 4], "gpus_per_node": 8},
+                       "plan": {"tp": 8, "pp": 2, "micro_batch": 1}})
+    parts = list(Space.from_spec(spec).cluster_grids(max_plans=max_plans))
+    assert sorted({c.nodes for part in parts for c in part.clusters}) == [2, 4]
+    assert sum(part.grid.size for part in parts) == 2

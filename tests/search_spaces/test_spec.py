@@ -397,3 +397,43 @@ def test_a_stack_sets_the_software_features_over_the_profile(tmp_path: Path) -> 
     assert (eff.flash_attention, eff.tp_overlap) == (False, 0.0)
     assert (eff.gemm_fraction, eff.dp_overlap) == (0.5, 0.3)
     assert parse_spec(_spec()).efficiency() == cost.DEFAULT_EFFICIENCY
+
+
+def test_mxfp8_is_refused_on_a_gpu_before_blackwell() -> None:
+    """MXFP8's block scales are Blackwell's tensor cores (Transformer Engine refuses it below
+    compute capability 10.0): fp8 training with `stack.fp8_recipe: mxfp8` on an H100, fixed
+    or among a cluster's choices, is one line naming the field; on a B200, in bf16 training
+    (no fp8 GEMM) or on a GPU of one's own whose compute capability is not stated, it runs."""
+    def spec(gpu: Any, precision: str = "fp8") -> dict[str, Any]:
+        return _spec(training={"global_batch": 64, "tokens": "300e9", "precision": precision},
+                     cluster={"gpu": gpu, "nodes": 2, "gpus_per_node": 8},
+                     stack={"fp8_recipe": "mxfp8"})
+
+    for gpu in ("h100-80gb", ["b200", "h200"]):
+        with pytest.raises(SpecError) as err:
+            parse_spec(spec(gpu))
+        assert err.value.field == "stack.fp8_recipe" and "is SM90" in err.value.message
+    own = {"name": "mine", "peak_flops": {"bf16": "1000 TFLOP/s", "fp8": "2000 TFLOP/s"},
+           "hbm_capacity": "80 GiB", "hbm_bandwidth": "3 TB/s"}
+    for ok in (spec("b200"), spec("h100-80gb", "bf16"), spec(own)):
+        parse_spec(ok)
+    current = spec("h100-80gb")
+    parse_spec({**current, "stack": {"fp8_recipe": "current"}})
+
+
+def test_latent_attention_without_a_query_latent() -> None:
+    """DeepSeek-V2-Lite's config has q_lora_rank null: queries come straight from the hidden
+    state (2048 x 16 heads x 192), no query latent or its norm. Left out, the spec takes it
+    so (it was refused as a missing field) and counts the published 15.7B parameters
+    (HF deepseek-ai/DeepSeek-V2-Lite: 15,706,484,224)."""
+    mla = {"kind": "mla", "kv_lora_rank": 512, "qk_head_dim": 128, "qk_rope_head_dim": 64,
+           "v_head_dim": 128}
+    lite = {"name": "dsv2-lite", "layers": 27, "hidden": 2048, "heads": 16, "vocab": 102400,
+            "seq_len": 4096, "gated_mlp": True, "ffn_hidden": 10944, "experts": 64, "top_k": 6,
+            "expert_ffn_hidden": 1408, "shared_experts": 2, "dense_layers": 1, "attention": mla}
+    spec = _spec(model=lite, cluster={"gpu": "h100-80gb", "nodes": 1, "gpus_per_node": 8},
+                 plan={"tp": 2, "pp": 1, "ep": 8, "sequence_parallel": True})
+    model = parse_spec(spec).to_cost_inputs()[0]
+    assert model.parameters() == 15_706_484_224  # type: ignore[attr-defined]
+    with_null = parse_spec({**spec, "model": {**lite, "attention": {**mla, "q_lora_rank": None}}})
+    assert with_null.to_cost_inputs()[0].parameters() == 15_706_484_224  # type: ignore[attr-defined]

@@ -427,6 +427,8 @@ def test_explain_a_study_explains_its_best_plan(tmp_path: Path) -> None:
     assert out["step_time_s"] == pytest.approx(best["step_time_s"], rel=1e-12)
     missing = CliRunner().invoke(main, ["explain", "export", "--trial", "999", "--storage", url])
     assert missing.exit_code == 2 and "trial 999 has no result" in missing.stderr
+    # the advice is a command to copy: it names the study (and the storage given)
+    assert f"(`tuner export export --storage {url}` lists them)" in missing.stderr
 
 
 def test_a_layers_model_has_only_the_spec_format(tmp_path: Path) -> None:
@@ -530,3 +532,19 @@ def test_an_even_pipeline_has_no_layout() -> None:
                      model="deepseek-v3")
         assert lp.layout is None and lp.split_ends
         assert "--account-for-embedding-in-pipeline-split" in megatron.flags(lp)[0]
+
+
+def test_latent_attention_without_a_query_latent_writes_no_query_rank() -> None:
+    """A model whose latent attention has no query latent (q_lora_rank left out) is built by
+    Megatron-LM without --q-lora-rank (its default None: linear_q_proj) and by NeMo with
+    q_lora_rank None; the other latent widths are written as before."""
+    v3 = model_catalog()["deepseek-v3"]
+    lite = dataclasses.replace(v3, attention=dataclasses.replace(v3.attention, q_lora_rank=0))
+    plan = MoEPlan(tp=2, pp=8, dp=16, ep=32, etp=1, micro_batch=1)
+    launch = dataclasses.replace(_launch(plan, model="deepseek-v3"), model=lite)
+    items, _ = megatron.flags(launch)
+    assert "--multi-latent-attention" in items and "--q-lora-rank" not in items
+    assert items[items.index("--kv-lora-rank") + 1] == "512"
+    assert dict(nemo.assignments(launch)[0])["recipe.model.config.q_lora_rank"] is None
+    full, _ = megatron.flags(_launch(plan, model="deepseek-v3"))
+    assert full[full.index("--q-lora-rank") + 1] == "1536"

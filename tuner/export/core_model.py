@@ -88,7 +88,7 @@ def _latent_attention(m: Any) -> dict[str, Any]:
     mla = getattr(m, "attention", None)
     if mla is None:
         return {}
-    return {"multi_latent_attention": True, "q_lora_rank": mla.q_lora_rank,
+    return {"multi_latent_attention": True, "q_lora_rank": mla.q_lora_rank or None,
             "kv_lora_rank": mla.kv_lora_rank, "qk_head_dim": mla.qk_head_dim,
             "qk_pos_emb_head_dim": mla.qk_rope_head_dim, "v_head_dim": mla.v_head_dim}
 

@@ -66,8 +66,9 @@ def _latent_attention(core: dict[str, Any]) -> list[str]:
     """DeepSeek's multi-head latent attention (model.attention, kind mla)."""
     if not core.get("multi_latent_attention"):
         return []
-    return ["--multi-latent-attention",
-            *(item for field, flag in _MLA_FLAGS.items() for item in (flag, str(core[field])))]
+    return ["--multi-latent-attention",  # no --q-lora-rank: queries without a latent
+            *(item for field, flag in _MLA_FLAGS.items() if core[field] is not None
+              for item in (flag, str(core[field])))]
 
 
 _MOE_FLAGS = {"num_moe_experts": "--num-experts", "moe_router_topk": "--moe-router-topk",
