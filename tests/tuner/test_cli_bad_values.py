@@ -4,6 +4,7 @@ plan called 1e9x over it), `max_days: true` (read as one day). Each is one line 
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,16 @@ def test_a_limit_that_allows_nothing_or_is_no_number(stored: tuple[Path, str], t
                                            "--storage", url]):
         line = _refused(args, db)
         assert line.startswith(f"error: {spec}: constraints.{field}: ") and says in line
+
+
+@pytest.mark.parametrize("command", ["explain", "plan"])
+def test_a_trial_with_no_result_advises_a_listing_that_runs(stored: tuple[Path, str],
+                                                            command: str) -> None:
+    """`--trial 99` of a study with three trials: the line's advice, typed as it stands,
+    lists the trials (it said `tuner export --storage URL`, which has no study name: exit 2)."""
+    db, url = stored
+    line = _refused([command, "kept", "--trial", "99", "--storage", url], db)
+    advised = line.split("`")[1]
+    assert advised.startswith("tuner export kept "), line
+    listed = CliRunner().invoke(main, shlex.split(advised)[1:])
+    assert listed.exit_code == 0 and listed.stdout.count("\n") >= 3, listed.output

@@ -292,7 +292,7 @@ def test_advice_names_the_api_not_the_command_line(server: Server, client: httpx
      "relax the constraints; the nearest miss is trial 3 (--trial 3)",
      "... run more trials (POST its spec to /v1/studies again) or relax the constraints; the "
      "nearest miss is trial 3 (trial=3)"),
-    ("--trial N picks any trial (`tuner export` lists them)",
+    ("--trial N picks any trial (`tuner export x` lists them)",
      "trial=N picks any trial (GET /v1/studies/x/trials lists them)"),
     ("its stored spec no longer parses (...); start a new study with `tuner search SPEC`",
      "its stored spec no longer parses (...); POST a spec with a new `name:` to /v1/studies"),

@@ -54,8 +54,13 @@ def _trial(study: optuna.Study, number: int | None
     if trial is None or trial.state != TrialState.COMPLETE or result is None:
         state = "no such trial" if trial is None else f"state {trial.state.name}"
         raise TunerError(f"study '{study.study_name}' trial {number} has no result ({state}); "
-                         "choose a complete trial (`tuner export` lists them)")
+                         f"choose a complete trial ({_listing(study.study_name)})")
     return trial, result
+
+
+def _listing(name: str) -> str:
+    """Advice to list a study's trials, as typed: `tuner export` needs the study's name."""
+    return f"`tuner export {shlex.quote(name)}` lists them"
 
 
 def _no_feasible(study: optuna.Study) -> str:
@@ -75,7 +80,7 @@ def _no_feasible(study: optuna.Study) -> str:
         why = (f"no trial so far fits memory and the constraints; run more trials (`tuner "
                f"resume {shlex.quote(name)}`) or relax the constraints")
     pick = (f"the nearest miss is trial {nearest.trial} (--trial {nearest.trial})"
-            if nearest is not None else "--trial N picks any trial (`tuner export` lists them)")
+            if nearest is not None else f"--trial N picks any trial ({_listing(name)})")
     return f"study '{name}' has no feasible plan: {why}; {pick}"
 
 

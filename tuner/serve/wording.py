@@ -21,7 +21,7 @@ _ADVICE: tuple[tuple[str, str], ...] = (
      "POST the spec to /v1/studies with another `name:` to start a new study"),
     (r"(start a new study|run) with `tuner search SPEC`( with a new study name)?",
      "POST a spec with a new `name:` to /v1/studies"),
-    (r"\(`tuner export` lists them\)", "(GET /v1/studies/{name}/trials lists them)"),
+    (r"\(`tuner export[^`]*` lists them\)", "(GET /v1/studies/{name}/trials lists them)"),
     (r"--trial N picks", "trial=N picks"),
     (r"\(--trial (\d+)\)", r"(trial=\1)"),
     (r"use --as spec", "use as=spec"),
