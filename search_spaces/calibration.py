@@ -135,7 +135,9 @@ def load_profile(path: str | Path) -> Efficiency:
     given = data.get("efficiency") or {}
     unknown = sorted(set(given) - known)
     if unknown:
-        raise SpecError(f"unknown field {unknown[0]!r}; known: {', '.join(sorted(known))}",
+        close = difflib.get_close_matches(str(unknown[0]), sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise SpecError(f"unknown field {unknown[0]!r}; {hint}known: {', '.join(sorted(known))}",
                         file=file, field="efficiency")
     values: dict[str, Any] = {k: _check(k, v, file) for k, v in given.items()}
     for section in _BY_GPU:

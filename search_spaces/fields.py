@@ -11,6 +11,7 @@ from .units import parse_quantity
 
 __all__ = [
     "MAX_GPUS",
+    "MAX_SEED",
     "Bytes",
     "BytesPerS",
     "Count",
@@ -19,6 +20,8 @@ __all__ = [
     "NonNegative",
     "PositiveBytes",
     "PositiveBytesPerS",
+    "PositiveNumber",
+    "PositiveUsd",
     "Seconds",
     "Size",
     "TokenCount",
@@ -27,6 +30,9 @@ __all__ = [
 
 MAX_GPUS = 1_000_000
 """More GPUs than any cluster has: a larger count is a typo."""
+MAX_SEED = 2**32 - 1
+"""The largest seed the samplers take: Optuna seeds numpy's RandomState, which refuses more
+(a traceback from deep in `tuner search`, the spec already read)."""
 
 
 class Frozen(BaseModel):
@@ -59,5 +65,9 @@ PositiveBytesPerS = Annotated[float, _quantity("bytes_per_s", positive=True),
 FlopsPerS = Annotated[float, _quantity("flops_per_s", positive=True), Field(gt=0)]
 Seconds = Annotated[float, _quantity("seconds", positive=True), Field(gt=0)]
 Usd = Annotated[float, _quantity("usd")]
+PositiveUsd = Annotated[float, _quantity("usd", positive=True), Field(gt=0)]
+"""A limit in USD: 0 allows nothing, and a plan's share of it divided by zero."""
 TokenCount = Annotated[float, _quantity("count")]
 NonNegative = Annotated[float, _quantity("count")]
+PositiveNumber = Annotated[float, _quantity("count", positive=True), Field(gt=0)]
+"""A plain number above 0 (`true` refused, not read as 1)."""

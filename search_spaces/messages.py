@@ -44,7 +44,10 @@ def _known_fields(loc: Sequence[Any], sections: Mapping[str, type[BaseModel]]) -
     tag = next((p for p in reversed(parent) if isinstance(p, str) and p.startswith("<")), None)
     if tag in _TAGGED_MODELS and parent and parent[-1] == tag:
         return ["values"] if tag == "<choice>" else list(IntRange.model_fields)
-    model = sections.get(dotted([p for p in _clean(parent) if not isinstance(p, int)]))
+    path = dotted([p for p in _clean(parent) if not isinstance(p, int)])
+    kinds = [p for p in parent if isinstance(p, str) and p.startswith("<")
+             and p not in (*_TAGGED_MODELS, "<fixed>")]
+    model = sections.get(f"{path}{kinds[-1]}" if kinds else path) or sections.get(path)
     return list(model.model_fields) if model is not None else []
 
 
@@ -162,8 +165,8 @@ def _drop_missing_under_wrong_kind(errors: list[dict[str, Any]]) -> list[dict[st
     """Without the 'missing required field' lines of a section whose `kind` is not one it
     takes (`attention: {kind: mha}`): the fields it asks for belong to the kind the spec
     did not name, so only the line naming the kind (and the kinds it takes) stays."""
-    wrong = {tuple(e["loc"][:-1]) for e in errors
-             if e["loc"] and e["loc"][-1] == "kind" and e["type"] in ("literal_error", "enum")}
+    wrong = {tuple(e["loc"][:-1]) for e in errors if e["loc"] and e["loc"][-1] == "kind"
+             and e["type"] in ("literal_error", "enum", "value_error")}
     return [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in wrong)]
 
 

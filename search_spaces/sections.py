@@ -14,7 +14,17 @@ from cost import Efficiency, ModelSpec, TrainingSpec
 
 from .catalog import model_catalog, unknown_name_message
 from .errors import SpecError
-from .fields import Bytes, Count, Frozen, Seconds, Size, TokenCount, Usd
+from .fields import (
+    MAX_SEED,
+    Bytes,
+    Count,
+    Frozen,
+    PositiveNumber,
+    PositiveUsd,
+    Seconds,
+    Size,
+    TokenCount,
+)
 from .headroom import Headroom
 
 if TYPE_CHECKING:  # at run time imported where used: a dense model needs no cost.layers or .mla
@@ -325,10 +335,10 @@ class Constraints(Frozen):
     """Limits a plan must meet besides memory: USD to train, days, GPUs, USD per hour, and
     HBM to leave free on each GPU (search_spaces.headroom)."""
 
-    max_cost: Usd | None = None
-    max_days: Annotated[float, Field(gt=0)] | None = None
+    max_cost: PositiveUsd | None = None
+    max_days: PositiveNumber | None = None
     max_gpus: Count | None = None
-    max_hourly_cost: Usd | None = None
+    max_hourly_cost: PositiveUsd | None = None
     memory_headroom: Headroom | None = None
 
 
@@ -339,7 +349,7 @@ class SearchSection(Frozen):
 
     sampler: Literal["auto", "tpe", "nsga2", "gp", "random", "exhaustive"] = "auto"
     trials: Annotated[int, Field(strict=True, ge=1, le=10**7)] = 100
-    seed: Annotated[int, Field(strict=True, ge=0)] | None = None
+    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] | None = None
     timeout: Seconds | None = None
     exhaustive_budget: Seconds = 30.0
 

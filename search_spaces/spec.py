@@ -42,7 +42,9 @@ from .messages import from_validation_error
 from .plan import PlanSection
 from .sections import (
     Constraints,
+    LayerEntry,
     LayersSection,
+    MLASection,
     ModelSection,
     Objective,
     SearchSection,
@@ -219,7 +221,8 @@ class StudySpec(Frozen):
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
-    "": StudySpec, "model": ModelSection, "training": TrainingSection,
+    "": StudySpec, "model": ModelSection, "model<layers>": LayersSection,
+    "model.attention": MLASection, "model.layers": LayerEntry, "training": TrainingSection,
     "cluster": ClusterSection, "cluster.gpu": GPUSection, "cluster.expansion": Expansion,
     "cluster.pools": PoolSection, "cluster.pools.gpu": GPUSection,
     "plan": PlanSection, "constraints": Constraints, "search": SearchSection,

@@ -149,6 +149,8 @@ def test_a_bad_profile_names_the_calibration_field(tmp_path: Path) -> None:
     ("gemm_fraction_by_gpu: {a100-80gb: .inf}\n", "gemm_fraction_by_gpu.a100-80gb: must be"),
     ("efficency: {gemm_fraction: 0.5}\n", "efficency: unknown section 'efficency'; did you "
                                           "mean 'efficiency'?"),
+    ("efficiency: {gemm_fractoin: 0.5}\n", "efficiency: unknown field 'gemm_fractoin'; did "
+                                             "you mean 'gemm_fraction'? known: "),
     ("", "a profile is a mapping with `efficiency`"),
     ("directory", "cannot be read"),
     # a setting took any number (`params: 0`) and refused every name, the right ones too

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from search_spaces import Space, StudySpec
+from search_spaces.fields import MAX_SEED
 from search_spaces.wording import counted
 
 from ..engine.forked import forked_sweep
@@ -94,7 +95,8 @@ def _options(as_json: bool, stop: Stop, **given: Any) -> SearchOptions:
               help="Override search.sampler.")
 @click.option("--trials", type=click.IntRange(min=1), default=None,
               help="Override search.trials (trials to add).")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Override search.seed.")
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_SEED), default=None,
+              help="Override search.seed.")
 @timeout_option
 @click.option("--sweep/--no-sweep", "sweep_inner", default=True, show_default=True,
               help="Sweep the cheap knobs (micro-batch, virtual stages, recompute, sequence "
