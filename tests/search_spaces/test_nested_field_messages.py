@@ -43,12 +43,23 @@ def test_a_misspelt_nested_field_names_what_it_meant(model: Any, field: str, mea
 
 
 def test_a_misspelt_required_field_of_attention_is_one_line() -> None:
-    """`q_lora_rnk` for `q_lora_rank`: the unknown key's line says the field is missing,
-    with no second line asking to add q_lora_rank."""
+    """`kv_lora_rnk` for `kv_lora_rank`: the unknown key's line says the field is missing,
+    with no second line asking to add kv_lora_rank."""
+    attention = {k: v for k, v in _MLA.items() if k != "kv_lora_rank"} | {"kv_lora_rnk": 512}
+    lines = _lines({"base": "deepseek-v3", "attention": attention})
+    assert lines == ["s.yaml: model.attention.kv_lora_rnk: unknown field 'kv_lora_rnk' under "
+                     "model.attention; did you mean 'kv_lora_rank' (required, and missing)? "
+                     "known fields: kind, q_lora_rank, kv_lora_rank, qk_head_dim, "
+                     "qk_rope_head_dim, v_head_dim"]
+
+
+def test_a_misspelt_optional_field_of_attention_is_not_called_required() -> None:
+    """`q_lora_rnk` for `q_lora_rank`, which latent attention without a query latent leaves
+    out (DeepSeek-V2-Lite): the line names what was meant and says nothing is missing."""
     attention = {k: v for k, v in _MLA.items() if k != "q_lora_rank"} | {"q_lora_rnk": 1536}
     lines = _lines({"base": "deepseek-v3", "attention": attention})
     assert lines == ["s.yaml: model.attention.q_lora_rnk: unknown field 'q_lora_rnk' under "
-                     "model.attention; did you mean 'q_lora_rank' (required, and missing)? "
+                     "model.attention; did you mean 'q_lora_rank'? "
                      "known fields: kind, q_lora_rank, kv_lora_rank, qk_head_dim, "
                      "qk_rope_head_dim, v_head_dim"]
 
