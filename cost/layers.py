@@ -84,9 +84,6 @@ class LayersModel:
     def describe(self) -> str:
         return f"{self.name}: a layers model, data-parallel in pipeline stages"
 
-    def memory_fix(self) -> str:
-        return "lower micro_batch or raise pp"
-
     def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
         """Data parallelism in pipeline stages only: tp, cp and virtual_stages 1, and no more
         stages than layers."""

@@ -35,9 +35,12 @@ def hbm_usable_bytes(cluster: ClusterSpec, eff: Efficiency, *, gpus: Any = None)
 def memory_use(held: Footprint, d: Degrees) -> MemoryUse:
     """Bytes per GPU by kind. ZeRO (Rajbhandari et al. SC'20): stage 1 shards the optimizer
     state over each group's shard ranks (all replicas, or an HSDP group), 2 also gradients, 3
-    also weights. Offload moves the
-    optimizer state (and the weights, keeping `resident_params` in HBM) to the expansion
-    tier."""
+    also weights. Offload moves the optimizer state (and the weights, keeping
+    `resident_params` in HBM) to the expansion tier. With weights offloaded under ZeRO-3 the
+    layers in HBM are the gathered layers in flight (ZeRO-Infinity streams each layer's
+    weights in before its compute: Rajbhandari et al., SC'21, sec. 5), counted once, in the
+    buffers (gathered_bytes); only the layers of groups ZeRO-3 does not shard stay
+    resident."""
     state = held.state
     weights: Array = np.float64(0.0)
     gradients: Array = np.float64(0.0)
@@ -49,7 +52,8 @@ def memory_use(held: Footprint, d: Degrees) -> MemoryUse:
             d.zero >= 2, shard, 1.0)
         optimizer = optimizer + group.params * state.optimizer / np.where(
             d.zero >= 1, shard, 1.0)
-    resident = held.resident_params * state.weight
+    streamed = np.where(d.zero >= 3, _gathered_params(held), 0.0)  # in gathered_bytes
+    resident = (held.resident_params - streamed) * state.weight
     off_opt = d.offload >= 1
     off_w = d.offload >= 2
     expansion = np.where(off_opt, optimizer, 0.0) + np.where(off_w, weights, 0.0)
@@ -71,12 +75,15 @@ def gathered_bytes(held: Footprint, d: Degrees) -> Array:
     (Footprint.gathered_params)."""
     state = held.state
     compute = min(state.weight, 2.0)
-    if held.gathered_params is None:
-        sharded: Array = np.zeros((), dtype=bool)
-        for group in held.groups:
-            sharded = sharded | (np.asarray(group.shard_ranks) > 1.0)
-        gathered = np.where(sharded, held.resident_params, 0.0)
-    else:
-        gathered = held.gathered_params
-    per_two_layers = gathered * (compute + 0.5 * state.gradient)
+    per_two_layers = _gathered_params(held) * (compute + 0.5 * state.gradient)
     return np.where(d.zero >= 3, per_two_layers, 0.0)
+
+
+def _gathered_params(held: Footprint) -> Array:
+    """Of the two layers of `resident_params`, the parameters ZeRO-3 gathers."""
+    if held.gathered_params is not None:
+        return held.gathered_params
+    sharded: Array = np.zeros((), dtype=bool)
+    for group in held.groups:
+        sharded = sharded | (np.asarray(group.shard_ranks) > 1.0)
+    return np.where(sharded, held.resident_params, 0.0)

@@ -78,9 +78,6 @@ class MoEModelSpec(ModelSpec):
         return (f"{self.name}: heads={self.heads}, layers={self.layers}, "
                 f"experts={self.experts}, seq_len={self.seq_len}")
 
-    def memory_fix(self) -> str:
-        return "raise ep, pp or tp, recompute or zero"
-
     def parameters(self) -> int:
         """Every parameter: dense layers, MoE layers with all their experts, vocabulary."""
         return self._parameters(self.experts)

@@ -13,6 +13,7 @@ import numpy as np
 from .breakdown import CostReport, pick
 from .codec import PlanRecord
 from .inputs import ClusterSpec, Plan, TrainingSpec
+from .memory_advice import memory_advice, memory_levers
 from .validity import plan_violations
 from .workload import Workload
 
@@ -209,15 +210,20 @@ _DEFAULTS: dict[str, Any] = {
     "revocation_overhead": 0.0, "checkpoint_interval_s": float("nan")}
 
 
-def capacity_violations(workload: Workload, report: CostReport, index: Any = ()) -> list[str]:
-    """What of one plan does not fit in HBM or in the expansion tier, and what to change."""
+def capacity_violations(workload: Workload, cluster: ClusterSpec | MixedCluster,
+                        training: TrainingSpec, plan: Plan, report: CostReport, index: Any = ()
+                        ) -> list[str]:
+    """What of one plan (`plan`, scalar: plan `index` of the evaluated `report`) does not fit
+    in HBM or in the expansion tier, and what to change (for HBM: what of this plan can still
+    move on this cluster, cost.memory_advice)."""
     memory = report.memory.as_dict(index)
     usable = pick(report.hbm_usable_bytes, index)
+    expansion = pick(report.expansion_capacity_bytes, index)
     found = []
     if memory["total"] > usable:
+        levers = memory_levers(workload, cluster, training, plan, expansion_bytes=expansion)
         found.append(f"needs {memory['total'] / _GIB:.1f} GiB per GPU, {usable / _GIB:.1f} GiB "
-                     f"usable: {workload.memory_fix()}")
-    expansion = pick(report.expansion_capacity_bytes, index)
+                     f"usable: {memory_advice(levers)}")
     if memory["expansion"] > expansion:
         found.append(f"offload needs {memory['expansion'] / _GIB:.1f} GiB of expansion memory "
                      f"per GPU, {expansion / _GIB:.1f} GiB available: set "
@@ -270,7 +276,7 @@ def plan_result(workload: Workload, cluster: ClusterSpec | MixedCluster,
         plan=record, cluster=ClusterSummary.of(cluster),
         feasible=bool(np.broadcast_to(report.feasible, np.shape(report.valid))[index]),
         violations=(*plan_violations(workload, cluster, training, one),
-                    *capacity_violations(workload, report, index)),
+                    *capacity_violations(workload, cluster, training, one, report, index)),
         step_time_s=pick(report.step_time_s, index), tokens_per_s=pick(report.tokens_per_s, index),
         model_flops_per_gpu=pick(report.model_flops_per_gpu, index),
         mfu=pick(report.mfu, index), mfu_palm=pick(report.mfu_palm, index),

@@ -88,9 +88,6 @@ class ModelSpec:
     def describe(self) -> str:
         return f"{self.name}: heads={self.heads}, layers={self.layers}, seq_len={self.seq_len}"
 
-    def memory_fix(self) -> str:
-        return "raise tp/pp, recompute or zero"
-
     def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
         return transformer_rules(self)
 

@@ -136,10 +136,6 @@ class Workload(Protocol):
         """The figures a plan must fit, for messages: 'heads=96, layers=96, seq_len=2048'."""
         ...
 
-    def memory_fix(self) -> str:
-        """What to change when a plan does not fit in HBM."""
-        ...
-
     def rules(self, training: TrainingSpec) -> tuple[Rule, ...]:
         """The structural rules of this workload beyond the common ones (cost.validity)."""
         ...
