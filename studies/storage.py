@@ -44,10 +44,23 @@ _PASSWORD = re.compile(r"(?P<head>://[^:/?#@]*:)[^@/?#]*(?P<tail>@)")
 
 
 def storage_url(cli_value: str | None) -> str:
-    """The storage URL: the CLI value, else $TUNER_STORAGE, else DEFAULT_STORAGE_URL."""
-    if cli_value:
+    """The storage URL: the CLI value, else $TUNER_STORAGE, else DEFAULT_STORAGE_URL. An
+    empty (or blank) one given is a StudyError, not the default: `--storage "$VAR"` with the
+    variable unset would otherwise put studies in ./studies.db unannounced."""
+    if cli_value is not None:
+        if not cli_value.strip():
+            raise StudyError("--storage is empty; give a storage URL (e.g. "
+                             "sqlite:///studies.db), or leave --storage out for "
+                             f"${ENV_VAR} or the default {DEFAULT_STORAGE_URL}")
         return cli_value
-    return os.environ.get(ENV_VAR) or DEFAULT_STORAGE_URL
+    env = os.environ.get(ENV_VAR)
+    if env is None:
+        return DEFAULT_STORAGE_URL
+    if not env.strip():
+        raise StudyError(f"${ENV_VAR} is set but empty; set it to a storage URL (e.g. "
+                         f"sqlite:///studies.db), or unset it for the default "
+                         f"{DEFAULT_STORAGE_URL}")
+    return env
 
 
 def redact_url(url: str) -> str:
