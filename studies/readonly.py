@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-__all__ = ["read_only_url", "writable"]
+__all__ = ["read_only_uri", "read_only_url", "writable"]
 
 
 def writable(path: Path) -> bool:
@@ -27,10 +27,19 @@ def writable(path: Path) -> bool:
     return parent_ok and (not path.exists() or os.access(path, os.W_OK))
 
 
+def _mode(path: Path) -> str:
+    wal = path.with_name(path.name + "-wal")
+    return "mode=ro" if wal.is_file() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+
+
+def read_only_uri(path: Path) -> str:
+    """SQLite's URI (for sqlite3.connect(..., uri=True)) that opens the file at `path` for
+    reading only, the path percent-encoded (' ' -> %20, '#' -> %23)."""
+    return f"file:{quote(str(path.resolve()), safe='/')}?{_mode(path)}"
+
+
 def read_only_url(path: Path) -> str:
     """A SQLAlchemy URL that opens the SQLite file at `path` for reading only (the path
     percent-encoded for SQLite's URI, and once more for SQLAlchemy, which decodes it)."""
-    wal = path.with_name(path.name + "-wal")
-    mode = "mode=ro" if wal.is_file() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
     once = quote(str(path.resolve()), safe="/")  # for SQLite's URI: ' ' -> %20, '#' -> %23
-    return f"sqlite:///file:{quote(once, safe='/')}?{mode}&uri=true"  # SQLAlchemy unquotes
+    return f"sqlite:///file:{quote(once, safe='/')}?{_mode(path)}&uri=true"  # SQLAlchemy unquotes

@@ -19,6 +19,7 @@ import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 
 from .errors import StudyError
+from .foreign import foreign_tables
 from .journal import StampingJournalStorage
 from .readonly import read_only_url, writable
 from .recovery import fail_silent_trials
@@ -44,10 +45,23 @@ _PASSWORD = re.compile(r"(?P<head>://[^:/?#@]*:)[^@/?#]*(?P<tail>@)")
 
 
 def storage_url(cli_value: str | None) -> str:
-    """The storage URL: the CLI value, else $TUNER_STORAGE, else DEFAULT_STORAGE_URL."""
-    if cli_value:
+    """The storage URL: the CLI value, else $TUNER_STORAGE, else DEFAULT_STORAGE_URL. An
+    empty (or blank) one given is a StudyError, not the default: `--storage "$VAR"` with the
+    variable unset would otherwise put studies in ./studies.db unannounced."""
+    if cli_value is not None:
+        if not cli_value.strip():
+            raise StudyError("--storage is empty; give a storage URL (e.g. "
+                             "sqlite:///studies.db), or leave --storage out for "
+                             f"${ENV_VAR} or the default {DEFAULT_STORAGE_URL}")
         return cli_value
-    return os.environ.get(ENV_VAR) or DEFAULT_STORAGE_URL
+    env = os.environ.get(ENV_VAR)
+    if env is None:
+        return DEFAULT_STORAGE_URL
+    if not env.strip():
+        raise StudyError(f"${ENV_VAR} is set but empty; set it to a storage URL (e.g. "
+                         f"sqlite:///studies.db), or unset it for the default "
+                         f"{DEFAULT_STORAGE_URL}")
+    return env
 
 
 def redact_url(url: str) -> str:
@@ -152,6 +166,8 @@ def open_storage(
     if path is not None and not create and not path.expanduser().is_file():
         raise StudyError(f"storage {redact_url(url)}: no file {path}; run `tuner search SPEC` "
                          f"to make a study there, or give --storage (or {ENV_VAR})")
+    if path is not None and journal is None:
+        _refuse_foreign(url, path.expanduser())
     if path is not None and read_only and not writable(path.expanduser()):
         return _open_read_only(url, path.expanduser(), journal is not None)
     if path is not None:
@@ -208,6 +224,18 @@ def _refuse_memory(url: str) -> None:
     if parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise StudyError(f"storage {redact_url(url)} is an in-memory database, which keeps "
                          "nothing; give a file, e.g. sqlite:///studies.db")
+
+
+def _refuse_foreign(url: str, path: Path) -> None:
+    """A SQLite file that holds another program's tables and none of Optuna's is refused
+    before anything is written to it (Optuna would add its tables beside them)."""
+    tables = foreign_tables(path)
+    if not tables:
+        return
+    shown = ", ".join(tables[:3]) + (f" and {len(tables) - 3} more" if len(tables) > 3 else "")
+    raise StudyError(f"storage {redact_url(url)}: {path} holds another program's tables "
+                     f"({shown}) and none of Optuna's; give --storage (or {ENV_VAR}) a new "
+                     "file or an existing study database")
 
 
 def _write_ahead_log(url: str, path: Path) -> None:

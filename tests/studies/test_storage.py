@@ -40,6 +40,19 @@ def test_environment_overrides_default_and_cli_overrides_environment(
     assert storage_url("sqlite:///cli.db") == "sqlite:///cli.db"
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_an_empty_url_is_an_error_not_the_default(
+        blank: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--storage "$URL"` with URL unset gave the default studies.db, unannounced."""
+    monkeypatch.delenv("TUNER_STORAGE", raising=False)
+    with pytest.raises(StudyError, match=r"^--storage is empty; give a storage URL"):
+        storage_url(blank)
+    monkeypatch.setenv("TUNER_STORAGE", blank)
+    with pytest.raises(StudyError, match=r"^\$TUNER_STORAGE is set but empty; set it"):
+        storage_url(None)
+    assert storage_url("sqlite:///cli.db") == "sqlite:///cli.db"
+
+
 @pytest.mark.parametrize("url", [SECRET_URL, "mysql://root:secret@localhost/optuna",
                                  "not a url://user:secret@host/db"])
 def test_redaction_hides_the_password(url: str) -> None:

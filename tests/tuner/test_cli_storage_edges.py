@@ -207,3 +207,45 @@ def test_advised_commands_never_print_the_storage_password() -> None:
     assert "s3cret-pass" not in line
     assert "`tuner studies --storage 'postgresql+psycopg://tuner:***@db.example:5432/tuner'`" \
         in line
+
+
+@pytest.mark.parametrize("command", [["search", "SPEC"], ["studies"], ["best", "a"],
+                                     ["resume", "a"], ["worker", "a"], ["plan", "a"],
+                                     ["explain", "a"], ["export", "a"], ["report", "a"]])
+def test_an_empty_storage_is_one_line_not_the_default(here: Path, command: list[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--storage ""` (or an empty $TUNER_STORAGE) used ./studies.db, unannounced."""
+    spec = str(write(here, tiny("a", search=_FAST)))
+    args = [spec if a == "SPEC" else a for a in command]
+    code, out, err = _run(*args, "--storage", "")
+    assert (code, out) == (2, "") and err.splitlines() == [
+        "error: --storage is empty; give a storage URL (e.g. sqlite:///studies.db), or leave "
+        "--storage out for $TUNER_STORAGE or the default sqlite:///studies.db"], err
+    monkeypatch.setenv("TUNER_STORAGE", "")
+    code, out, err = _run(*args)
+    assert (code, out) == (2, "") and err.splitlines() == [
+        "error: $TUNER_STORAGE is set but empty; set it to a storage URL (e.g. "
+        "sqlite:///studies.db), or unset it for the default sqlite:///studies.db"], err
+    assert not (here / "studies.db").exists()
+
+
+def test_another_programs_sqlite_file_is_one_line_and_left_as_it_was(here: Path) -> None:
+    """Every command that opens a storage used to add Optuna's tables to it."""
+    import hashlib
+    import sqlite3
+
+    spec = str(write(here, tiny("a", search=_FAST)))
+    path = here / "app.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE notes (id INTEGER, body TEXT)")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    for command in (["search", spec], ["studies"], ["best", "a"], ["resume", "a"],
+                    ["worker", "a"], ["plan", "a"], ["explain", "a"], ["export", "a"],
+                    ["report", "a"]):
+        code, out, err = _run(*command, "--storage", "sqlite:///app.db")
+        assert (code, out) == (2, "") and err.splitlines() == [
+            "error: storage sqlite:///app.db: app.db holds another program's tables (notes) "
+            "and none of Optuna's; give --storage (or TUNER_STORAGE) a new file or an "
+            "existing study database"], (command, err)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in here.iterdir()) == ["a.yaml", "app.db"]

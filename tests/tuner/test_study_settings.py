@@ -17,10 +17,12 @@ from click.testing import CliRunner
 import cost
 import studies.identity
 import tuner.engine.search
-from search_spaces import gpu_catalog
-from studies import set_target_trials
+from search_spaces import gpu_catalog, load_spec
+from studies import close_storage, open_storage, set_target_trials
+from tuner.engine.search import SearchOptions, prepare_search
 
 from .specs import tiny, write
+from .stored import database_digest
 
 tuner_main: Any = __import__("tuner.cli", fromlist=["main"]).main
 
@@ -90,6 +92,27 @@ def test_an_exhaustive_search_run_again_adds_nothing(tmp_path: Path, url: str) -
     assert len(_trials(url, "twice")) == first["trials"]
     resumed = _json("resume", "twice", "--storage", url)
     assert resumed["trials"] == first["trials"] and resumed["optimal"] is True
+
+
+def test_a_swept_study_searched_again_is_left_as_it_was(tmp_path: Path, url: str) -> None:
+    """A search that adds nothing rewrote the study's `search` settings: `auto`'s rate
+    measured anew, or the seed of the command line."""
+    path = write(tmp_path, tiny("swept", search={"trials": 5}))
+    first = _json("search", str(path), "--storage", url)
+    assert first["sampler"] == "exhaustive"
+    before = database_digest(tmp_path / "s.db")
+    for again in (("search", str(path)), ("search", str(path), "--sampler", "exhaustive",
+                                          "--seed", "5"), ("resume", "swept")):
+        result = _run(*again, "--storage", url)
+        assert result.exit_code == 0 and result.stderr.splitlines()[0] == (
+            f"study swept: already swept exhaustively ({first['evaluated']:,} plans); nothing "
+            "to add"), again
+        assert database_digest(tmp_path / "s.db") == before, again
+    spec = load_spec(path)  # the HTTP API's POST /v1/studies of the same spec
+    storage = open_storage(url, heartbeat_interval_s=None)
+    prepare_search(spec, path.read_text(encoding="utf-8"), storage, SearchOptions())
+    close_storage(storage)
+    assert database_digest(tmp_path / "s.db") == before
 
 
 def test_auto_sweeps_a_small_space_and_says_it_is_optimal(tmp_path: Path, url: str) -> None:

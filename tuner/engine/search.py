@@ -96,8 +96,7 @@ def run_search(spec: StudySpec, spec_text: str, storage: StorageSource,
         if result is None:
             result = _sweep(space, options, total=total, skip=opening.settled)
         study = opening.study()
-        store_search_settings(study, settings)
-        _store(study, space, result, options)
+        _store(study, space, result, options, settings=settings)
         return study
     study = opening.study()
     study.sampler = sampler
@@ -154,10 +153,15 @@ def prepare_search(spec: StudySpec, spec_text: str, storage: optuna.storages.Bas
 
 def _begin(study: optuna.Study, spec: StudySpec, settings: dict[str, Any],
            options: SearchOptions) -> None:
-    """The search settings stored and, for an Optuna sampler, the trial target set."""
+    """The search settings stored and, for an Optuna sampler, the trial target set; a study
+    whose problem is swept already is left as it is for an exhaustive search (it adds
+    nothing)."""
+    if settings["sampler"] == "exhaustive":
+        if swept(study) is None:
+            store_search_settings(study, settings)
+        return
     store_search_settings(study, settings)
-    if settings["sampler"] != "exhaustive":
-        _set_target(study, spec, options)
+    _set_target(study, spec, options)
 
 
 def _set_target(study: optuna.Study, spec: StudySpec, options: SearchOptions) -> None:
@@ -211,16 +215,20 @@ def _sweep(space: Space, options: SearchOptions, *, total: int | None,
 
 
 def _store(study: optuna.Study, space: Space, result: SweepSummary,
-           options: SearchOptions) -> None:
-    """Store a sweep's best plans, unless the study holds a sweep of its problem already;
-    an interrupted sweep stores nothing and says so, and so does one whose stop was asked
-    for as it finished (Ctrl-C or SIGTERM before its plans are written: a stop asked for is
-    a stop, whichever of the two processes of a forked sweep saw it first)."""
+           options: SearchOptions, *, settings: dict[str, Any] | None = None) -> None:
+    """Store a sweep's best plans and its search `settings` (None: stored already), unless
+    the study holds a sweep of its problem already: then nothing is written (`auto`'s rate,
+    measured anew, is not the one the stored sweep was chosen by); an interrupted sweep
+    stores its settings only, and says so, and so does one whose stop was asked for as it
+    finished (Ctrl-C or SIGTERM before its plans are written: a stop asked for is a stop,
+    whichever of the two processes of a forked sweep saw it first)."""
     done = swept(study)
     if done is not None:
         options.say(f"study {study.study_name}: already swept exhaustively "
                     f"({counted(done['evaluated'], 'plan')}); nothing to add")
         return
+    if settings is not None:
+        store_search_settings(study, settings)
     stopped = options.stop is not None and options.stop.requested is not None
     if not result.complete or stopped:
         signum = options.stop.requested if options.stop and options.stop.requested else 2
