@@ -42,7 +42,7 @@ from .config import ServeConfig
 from .progress import finished, status
 from .runner import Runner, outside_run_it
 
-__all__ = ["COUNT_LIMIT", "STUDY_NAME", "RequestError", "Service"]
+__all__ = ["COUNT_LIMIT", "COUNT_S", "STUDY_NAME", "RequestError", "Service"]
 
 STUDY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 """A study name the API accepts (it is part of the study's URLs)."""
@@ -55,6 +55,10 @@ _POST_LOOKS = 3
 """Looks for workers outside this server when a study is posted (its answer counts them)."""
 COUNT_LIMIT = 1_000_000
 """Counting the plans of a search space sent to /v1/evaluate stops past this many."""
+COUNT_S = 1.0
+"""...or after this many seconds: a space of many clusters with few plans each (nodes 1 to
+125,000 over a dozen GPUs) took 8 minutes to count before its 422, holding one of the two
+evaluation slots (ServeConfig.evaluations) all along."""
 
 
 class RequestError(Exception):
@@ -82,8 +86,9 @@ def _fixed(data: Any, where: str) -> StudySpec:
     spec = _spec(data, where)
     if spec.is_fixed:
         return spec
-    plans, counted_all, _ = count_plans(Space.from_spec(spec), limit=COUNT_LIMIT)
-    size = f"{plans:,}" if counted_all else f"more than {COUNT_LIMIT:,}"
+    plans, counted_all, _ = count_plans(Space.from_spec(spec), limit=COUNT_LIMIT,
+                                        seconds=COUNT_S)
+    size = f"{plans:,}" if counted_all else f"at least {plans:,}"
     raise SpecError(f"this value is a choice, so the spec is a search space ({size} valid "
                     "plans), which one request does not evaluate; POST it to /v1/studies "
                     "to search it, or give one value", file=where,
