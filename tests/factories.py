@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cost import ClusterSpec, GPUSpec, ModelSpec, TrainingSpec
+from cost.workload import Footprint, ParamGroup, StateBytes
 
 
 def gpt(**overrides: Any) -> ModelSpec:
@@ -36,3 +39,14 @@ def cluster(nodes: int = 8, **overrides: Any) -> ClusterSpec:
 
 def run(global_batch: int = 64, **overrides: Any) -> TrainingSpec:
     return TrainingSpec(global_batch=global_batch, **{"precision": "bf16", **overrides})
+
+
+def one_group(replicas: float, stride: float, params: float = 1e9) -> Footprint:
+    """What one GPU holds of `params` parameters in one replica group of `replicas` ranks
+    spaced `stride` apart: 2-byte weights and gradients, 12-byte optimizer state, nothing
+    else (the data-parallel traffic's inputs, cost.schedule)."""
+    return Footprint(groups=(ParamGroup(params=np.float64(params), replicas=np.float64(replicas),
+                                        stride=np.float64(stride)),),
+                     state=StateBytes(weight=2, gradient=2, optimizer=12),
+                     resident_params=np.float64(0.0), activations_bytes=np.float64(0.0),
+                     buffers_bytes=np.float64(0.0))

@@ -9,8 +9,8 @@ import pytest
 from cost import DEFAULT_EFFICIENCY, Plan, TrainingSpec, schedule
 from cost.degrees import degrees
 from cost.schedule import step_time
-from cost.workload import Footprint, ParamGroup, StageCost, StateBytes
-from tests.factories import cluster, gpt
+from cost.workload import StageCost
+from tests.factories import cluster, gpt, one_group
 
 EFF = DEFAULT_EFFICIENCY.with_(network_fraction=0.8, overlap_slowdown=0.0, dp_overlap=1.0,
                                dp_bucket_params=2.5e8)
@@ -29,11 +29,7 @@ def _zero1_step(forward: float, backward: float) -> tuple[float, float]:
     1e9 parameters (2-byte weights and gradients, buckets of 2.5e8), 2 stages, 1 micro-batch:
     (exposed data-parallel seconds, bubble seconds)."""
     c = cluster(4)  # 4 nodes of 8 A100
-    held = Footprint(groups=(ParamGroup(params=np.float64(1e9), replicas=np.float64(4.0),
-                                        stride=np.float64(8.0)),),
-                     state=StateBytes(weight=2, gradient=2, optimizer=12),
-                     resident_params=np.float64(0.0), activations_bytes=np.float64(0.0),
-                     buffers_bytes=np.float64(0.0))
+    held = one_group(replicas=4.0, stride=8.0)
     d = degrees(c, TrainingSpec(global_batch=4), Plan(tp=4, pp=2, zero=1, micro_batch=1))
     step = step_time(gpt(), c, _stage(forward=forward, backward=backward), held, d, EFF)
     return float(step.dp_comm_s), float(step.pp_bubble_s)

@@ -10,8 +10,8 @@ import pytest
 from cost import DEFAULT_EFFICIENCY, Plan, TrainingSpec
 from cost.degrees import degrees
 from cost.schedule import step_time
-from cost.workload import Footprint, ParamGroup, StageCost, StateBytes
-from tests.factories import cluster, gpt
+from cost.workload import StageCost
+from tests.factories import cluster, gpt, one_group
 
 EFF = DEFAULT_EFFICIENCY.with_(network_fraction=0.8, overlap_slowdown=0.0, dp_overlap=1.0)
 
@@ -21,11 +21,7 @@ def _fsdp_step(*, forward: float, backward: float, host: float) -> tuple[float, 
     1e9 parameters in one layer (2-byte weights and gradients), one micro-batch whose kernels
     take `host` seconds to launch: (exposed data-parallel seconds, launch wait seconds)."""
     c = cluster(4)  # 4 nodes of 8 A100
-    held = Footprint(groups=(ParamGroup(params=np.float64(1e9), replicas=np.float64(4.0),
-                                        stride=np.float64(8.0)),),
-                     state=StateBytes(weight=2, gradient=2, optimizer=12),
-                     resident_params=np.float64(0.0), activations_bytes=np.float64(0.0),
-                     buffers_bytes=np.float64(0.0))
+    held = one_group(replicas=4.0, stride=8.0)
     d = degrees(c, TrainingSpec(global_batch=4), Plan(tp=8, pp=1, zero=3, micro_batch=1))
     z = np.float64(0.0)
     stage = StageCost(compute_s=np.float64(forward + backward), recompute_s=z, tp_comm_s=z,

@@ -11,8 +11,8 @@ import pytest
 from cost import DEFAULT_EFFICIENCY, MoEModelSpec, Plan, TrainingSpec
 from cost.degrees import degrees
 from cost.schedule import step_time
-from cost.workload import Footprint, ParamGroup, StageCost, StateBytes
-from tests.factories import cluster, gpt
+from cost.workload import StageCost
+from tests.factories import cluster, gpt, one_group
 
 EFF = DEFAULT_EFFICIENCY.with_(network_fraction=0.8, overlap_slowdown=0.0, dp_overlap=1.0)
 
@@ -31,11 +31,7 @@ def _fsdp_dp_comm_s(*, stride: float, replicas: float, up_forward: float,
     """ZeRO-3 over `replicas` ranks spaced `stride` apart, 1e9 parameters of 2-byte weights and
     2-byte gradients, one layer, one micro-batch, a 50 ms forward and 100 ms backward."""
     c = cluster(4)  # 4 nodes of 8 A100: NVLink inside a node, 25 GB/s NIC per GPU, 5 us
-    held = Footprint(groups=(ParamGroup(params=np.float64(1e9), replicas=np.float64(replicas),
-                                        stride=np.float64(stride)),),
-                     state=StateBytes(weight=2, gradient=2, optimizer=12),
-                     resident_params=np.float64(0.0), activations_bytes=np.float64(0.0),
-                     buffers_bytes=np.float64(0.0))
+    held = one_group(replicas=replicas, stride=stride)
     d = degrees(c, TrainingSpec(global_batch=int(replicas)),
                 Plan(tp=int(32 / replicas), pp=1, zero=3, micro_batch=1))
     stage = _stage(forward=forward, backward=backward, up_forward=up_forward,
